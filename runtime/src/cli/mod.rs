@@ -1,0 +1,212 @@
+//! The `cordon` command line: runc's commands and global flags (parsed with
+//! liboci-cli's definitions where they match runc), plus cordon's own
+//! (`policy`, `audit`, `syscalls`) and the internal `supervise`.
+
+mod lifecycle;
+pub mod logging;
+mod policy;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// An OCI container runtime that puts every container behind a syscall supervisor.
+#[derive(Parser, Debug)]
+#[command(name = "cordon", disable_version_flag = true)]
+pub struct Cli {
+    /// Root directory for container state
+    #[arg(long, default_value = cordon::container::DEFAULT_ROOT)]
+    pub root: PathBuf,
+    /// Log file (default: errors go to stderr)
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// Log format: text or json
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Debug logging
+    #[arg(long)]
+    pub debug: bool,
+    /// Use the systemd cgroup driver
+    #[arg(long)]
+    pub systemd_cgroup: bool,
+    /// Rootless mode: only "false" (or "auto" as root) is supported
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub rootless: Option<String>,
+    /// Print the version
+    #[arg(short = 'v', long)]
+    pub version: bool,
+    /// Command
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+}
+
+/// Every command.
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Create a container
+    Create(liboci_cli::Create),
+    /// Start a created container
+    Start(liboci_cli::Start),
+    /// Output the state of a container
+    State(liboci_cli::State),
+    /// Send a signal to a container's init (default SIGTERM)
+    Kill(KillArgs),
+    /// Delete a container
+    Delete(liboci_cli::Delete),
+    /// Create and start a container, and wait for it
+    Run(liboci_cli::Run),
+    /// Execute a process in a running container
+    Exec(liboci_cli::Exec),
+    /// List the processes of a container
+    Ps(liboci_cli::Ps),
+    /// List containers
+    List(liboci_cli::List),
+    /// Freeze every process of a container
+    Pause(liboci_cli::Pause),
+    /// Thaw a paused container
+    Resume(liboci_cli::Resume),
+    /// Change a running container's resource limits
+    Update(liboci_cli::Update),
+    /// Show a container's resource statistics
+    Events(liboci_cli::Events),
+    /// Print what this runtime supports (OCI features document)
+    Features(liboci_cli::Features),
+    /// Write a starter config.json
+    Spec(liboci_cli::Spec),
+    /// Show or check policies
+    #[command(subcommand)]
+    Policy(PolicyCmd),
+    /// Show a container's audit trail: what the supervisor decided
+    Audit(AuditArgs),
+    /// Print the syscall table and what a policy does with each syscall
+    Syscalls(SyscallsArgs),
+    /// (internal) Run a container's supervisor
+    #[command(hide = true)]
+    Supervise(SuperviseArgs),
+}
+
+/// `kill` with runc's defaults (the signal is optional).
+#[derive(Args, Debug)]
+pub struct KillArgs {
+    /// Container id
+    pub container_id: String,
+    /// Signal name or number (default SIGTERM)
+    #[arg(default_value = "SIGTERM")]
+    pub signal: String,
+    /// Send the signal to every process of the container
+    #[arg(short, long)]
+    pub all: bool,
+}
+
+/// `policy` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum PolicyCmd {
+    /// Print a policy (built-in name or file; default: the configured one)
+    Show {
+        /// Policy name or file
+        policy: Option<String>,
+        /// As JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a policy file; errors name the rule and field
+    Check {
+        /// Policy file
+        file: String,
+    },
+}
+
+/// `audit` arguments.
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// Container id
+    pub container_id: String,
+    /// Keep printing new records
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Print raw JSON lines
+    #[arg(long)]
+    pub json: bool,
+    /// Print counts per syscall and action instead of records
+    #[arg(long)]
+    pub stats: bool,
+}
+
+/// `syscalls` arguments.
+#[derive(Args, Debug)]
+pub struct SyscallsArgs {
+    /// Policy whose dispositions to show
+    #[arg(long, default_value = "default")]
+    pub policy: String,
+    /// Output format: table, csv or json
+    #[arg(long, default_value = "table", value_parser = ["table", "csv", "json"])]
+    pub format: String,
+}
+
+/// `supervise` arguments (set by `create`).
+#[derive(Args, Debug)]
+pub struct SuperviseArgs {
+    /// Container id
+    pub container_id: String,
+    /// cordon's directory of the container
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Policy name or file
+    #[arg(long)]
+    pub policy: String,
+    /// Hostname for the emulated uname
+    #[arg(long, default_value = "")]
+    pub hostname: String,
+    /// Readiness pipe fd
+    #[arg(long)]
+    pub ready_fd: Option<i32>,
+}
+
+/// Runs the parsed command; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    if cli.version {
+        println!("cordon version {}\nspec: 1.0.2", env!("CARGO_PKG_VERSION"));
+        return Ok(0);
+    }
+    match cli.rootless.as_deref() {
+        None | Some("false") | Some("auto") => {}
+        Some("true") => anyhow::bail!("--rootless: rootless containers are not supported"),
+        Some(other) => anyhow::bail!("--rootless: invalid value {other:?} (true, false or auto)"),
+    }
+    let Some(cmd) = cli.cmd else {
+        use clap::CommandFactory;
+        Cli::command().print_help()?;
+        return Ok(0);
+    };
+    let rt = || cordon::container::Runtime::new(&cli.root, cli.systemd_cgroup);
+    match cmd {
+        Cmd::Create(a) => lifecycle::create(&rt()?, a),
+        Cmd::Start(a) => lifecycle::start(&rt()?, a),
+        Cmd::State(a) => lifecycle::state(&rt()?, a),
+        Cmd::Kill(a) => lifecycle::kill(&rt()?, a),
+        Cmd::Delete(a) => lifecycle::delete(&rt()?, a),
+        Cmd::Run(a) => lifecycle::run(&rt()?, a),
+        Cmd::Exec(a) => lifecycle::exec(&rt()?, a),
+        Cmd::Ps(a) => lifecycle::ps(&rt()?, a),
+        Cmd::List(a) => lifecycle::list(&rt()?, a),
+        Cmd::Pause(a) => lifecycle::pause(&rt()?, a),
+        Cmd::Resume(a) => lifecycle::resume(&rt()?, a),
+        Cmd::Update(a) => lifecycle::update(&rt()?, a),
+        Cmd::Events(a) => lifecycle::events(&rt()?, a),
+        Cmd::Features(_) => lifecycle::features(),
+        Cmd::Spec(a) => lifecycle::spec(a),
+        Cmd::Policy(p) => policy::policy(p),
+        Cmd::Audit(a) => policy::audit(&cli.root, a),
+        Cmd::Syscalls(a) => policy::syscalls(a),
+        Cmd::Supervise(a) => {
+            cordon::supervisor::run(cordon::supervisor::Options {
+                id: a.container_id,
+                dir: a.dir,
+                policy: a.policy,
+                hostname: a.hostname,
+                ready_fd: a.ready_fd,
+            })?;
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! cordon's own commands: `policy show|check`, `audit`, `syscalls`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Seek};
+use std::path::Path;
+
+use anyhow::Context;
+use cordon::filter::table;
+use cordon::policy::{Action, Policy};
+use cordon::supervisor::audit::Record;
+
+use super::{AuditArgs, PolicyCmd, SyscallsArgs};
+
+pub fn policy(cmd: PolicyCmd) -> anyhow::Result<i32> {
+    match cmd {
+        PolicyCmd::Show { policy, json } => {
+            let name = match policy {
+                Some(p) => p,
+                None => cordon::config::RuntimeConfig::load()?.policy,
+            };
+            let p = Policy::load(&name)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&p.source)?);
+            } else {
+                print!("{}", toml::to_string_pretty(&p.source).context("render policy")?);
+            }
+        }
+        PolicyCmd::Check { file } => {
+            let p = Policy::load(&file)?;
+            let intercepted = p
+                .rules
+                .values()
+                .flatten()
+                .filter(|r| matches!(r.action, Action::Emulate | Action::Audit))
+                .count();
+            println!(
+                "{file}: ok (policy {:?}: {} syscall rules, {} path rules, {} intercepted)",
+                p.name,
+                p.rules.values().map(Vec::len).sum::<usize>(),
+                p.source.paths.len(),
+                intercepted
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn print_record(r: &Record, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(r).unwrap_or_default());
+    } else {
+        println!(
+            "{} pid={} {} {} -> {} ({})",
+            r.time, r.pid, r.syscall, r.detail, r.result, r.action
+        );
+    }
+}
+
+pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
+    cordon::container::validate::id(&a.container_id)?;
+    let path = root
+        .join(".cordon")
+        .join(&a.container_id)
+        .join(cordon::supervisor::AUDIT);
+    let file = std::fs::File::open(&path).map_err(|_| {
+        anyhow::anyhow!(
+            "container {:?} has no audit trail (no such container, or it was deleted)",
+            a.container_id
+        )
+    })?;
+    if a.stats {
+        let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for r in cordon::supervisor::audit::read_all(&path)? {
+            *counts.entry((r.syscall, r.action)).or_default() += 1;
+        }
+        println!("{:<16} {:<8} {:>8}", "SYSCALL", "ACTION", "COUNT");
+        for ((s, act), n) in counts {
+            println!("{s:<16} {act:<8} {n:>8}");
+        }
+        return Ok(0);
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line)?;
+        if n == 0 {
+            if !a.follow || !root.join(&a.container_id).exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let pos = reader.stream_position()?;
+            reader.seek(std::io::SeekFrom::Start(pos))?;
+            continue;
+        }
+        if let Ok(r) = serde_json::from_str::<Record>(line.trim_end()) {
+            print_record(&r, a.json);
+        }
+    }
+    Ok(0)
+}
+
+pub fn syscalls(a: SyscallsArgs) -> anyhow::Result<i32> {
+    let p = Policy::load(&a.policy)?;
+    let rows: Vec<(u32, &str, String)> = table::all()
+        .iter()
+        .map(|&(name, nr)| {
+            let rules = p.rules.get(&nr);
+            let disp = match rules {
+                None => action_name(p.default_action, p.default_errno),
+                Some(rs) if rs.len() == 1 && rs[0].args.is_empty() => action_name(rs[0].action, rs[0].errno),
+                Some(rs) => format!(
+                    "depends on arguments: {}",
+                    rs.iter()
+                        .map(|r| action_name(r.action, r.errno))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            (nr, name, disp)
+        })
+        .collect();
+    match a.format.as_str() {
+        "json" => {
+            let v: Vec<_> = rows
+                .iter()
+                .map(|(nr, n, d)| serde_json::json!({"nr": nr, "name": n, "action": d}))
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        "csv" => {
+            println!("nr,name,action");
+            for (nr, n, d) in rows {
+                println!("{nr},{n},\"{d}\"");
+            }
+        }
+        _ => {
+            println!("{:>4} {:<26} ACTION (policy {})", "NR", "NAME", p.name);
+            for (nr, n, d) in rows {
+                println!("{nr:>4} {n:<26} {d}");
+            }
+            println!("   - any other number          deny (ENOSYS); i386 and x32 entry points: ENOSYS");
+        }
+    }
+    Ok(0)
+}
+
+fn action_name(a: Action, errno: i32) -> String {
+    match a {
+        Action::Deny => format!("deny ({})", cordon::errno::name(errno)),
+        Action::Allow => "allow".into(),
+        Action::Emulate => "emulate".into(),
+        Action::Audit => "audit".into(),
+        Action::Kill => "kill".into(),
+    }
+}

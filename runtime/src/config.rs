@@ -1,0 +1,110 @@
+//! The runtime configuration file, `/etc/cordon/config.toml` (or the path in
+//! `$CORDON_CONFIG`). Every key is optional:
+//!
+//! ```toml
+//! policy = "default"          # built-in name or policy file, for containers without an annotation
+//! platform = "seccomp-notify" # the only platform so far
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default location of the configuration file.
+pub const DEFAULT_PATH: &str = "/etc/cordon/config.toml";
+/// Annotation that chooses a container's policy (a built-in name or a file).
+pub const POLICY_ANNOTATION: &str = "org.cordon.policy";
+/// Annotation that chooses a container's platform.
+pub const PLATFORM_ANNOTATION: &str = "org.cordon.platform";
+
+/// Errors reading the configuration file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Unreadable file.
+    #[error("config {}: {source}", path.display())]
+    Read {
+        /// File path.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Malformed file; the message names the key.
+    #[error("config {}: {msg}", path.display())]
+    Parse {
+        /// File path.
+        path: PathBuf,
+        /// Parser message.
+        msg: String,
+    },
+    /// A value that is not supported.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// The runtime configuration.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// Policy for containers without an `org.cordon.policy` annotation.
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// Platform for containers without an `org.cordon.platform` annotation.
+    #[serde(default = "default_platform")]
+    pub platform: String,
+}
+
+fn default_policy() -> String {
+    "default".into()
+}
+fn default_platform() -> String {
+    "seccomp-notify".into()
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            policy: default_policy(),
+            platform: default_platform(),
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// Reads `$CORDON_CONFIG`, else [`DEFAULT_PATH`]; a missing file gives the defaults.
+    pub fn load() -> Result<Self, ConfigError> {
+        let path = std::env::var_os("CORDON_CONFIG")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| DEFAULT_PATH.into());
+        Self::load_from(&path)
+    }
+
+    /// Reads `path`; a missing file gives the defaults.
+    pub fn load_from(path: &Path) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.into(),
+                    source,
+                })
+            }
+        };
+        let cfg: Self = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            msg: e.to_string().replace('\n', " ").trim().to_string(),
+        })?;
+        check_platform(&cfg.platform, &format!("config {}: platform", path.display()))?;
+        Ok(cfg)
+    }
+}
+
+/// Checks a platform name; `origin` says where it came from.
+pub fn check_platform(name: &str, origin: &str) -> Result<(), ConfigError> {
+    match name {
+        "seccomp-notify" => Ok(()),
+        other => Err(ConfigError::Unsupported(format!(
+            "{origin}: platform {other:?} is not supported (supported: seccomp-notify)"
+        ))),
+    }
+}

@@ -1,0 +1,359 @@
+//! `create` and `exec`: the two ways a process enters a container, both
+//! under the container's supervisor.
+
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::Container;
+use libcontainer::syscall::syscall::SyscallType;
+use oci_spec::runtime::Spec;
+
+use super::executor::CordonExecutor;
+use super::{io, lib, validate, Error, Meta, Result, Runtime};
+use crate::policy::Policy;
+use crate::supervisor::handshake::Role;
+
+/// Options of `create` (and of `run`, which adds start and wait).
+#[derive(Debug, Clone, Default)]
+pub struct CreateOptions {
+    /// Container id.
+    pub id: String,
+    /// Bundle directory.
+    pub bundle: PathBuf,
+    /// Where to write the init's host pid.
+    pub pid_file: Option<PathBuf>,
+    /// AF_UNIX socket that receives the pty master (terminal: true).
+    pub console_socket: Option<PathBuf>,
+    /// Use chroot(2)-like MS_MOVE instead of pivot_root.
+    pub no_pivot: bool,
+    /// Extra fds (3..3+N) passed to the container.
+    pub preserve_fds: i32,
+    /// False for a foreground `run`: the caller waits for the init.
+    pub detach: bool,
+}
+
+/// Options of `exec`.
+#[derive(Debug, Clone, Default)]
+pub struct ExecOptions {
+    /// Container id.
+    pub id: String,
+    /// process.json path (replaces args/env/cwd/user).
+    pub process: Option<PathBuf>,
+    /// Command and arguments.
+    pub args: Vec<String>,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+    /// uid and optional gid.
+    pub user: Option<(u32, Option<u32>)>,
+    /// Additional gids.
+    pub additional_gids: Vec<u32>,
+    /// Allocate a pty.
+    pub tty: bool,
+    /// Socket for the pty master.
+    pub console_socket: Option<PathBuf>,
+    /// Don't wait.
+    pub detach: bool,
+    /// Where to write the process's host pid.
+    pub pid_file: Option<PathBuf>,
+    /// Extra fds.
+    pub preserve_fds: i32,
+    /// Capabilities to add.
+    pub caps: Vec<String>,
+}
+
+impl Runtime {
+    /// The policy and platform a container asks for: its annotations, else
+    /// the runtime config file.
+    fn choose_policy(&self, spec: &Spec) -> Result<(String, String)> {
+        let ann = spec.annotations().clone().unwrap_or_default();
+        let policy = ann
+            .get(crate::config::POLICY_ANNOTATION)
+            .cloned()
+            .unwrap_or_else(|| self.config.policy.clone());
+        let platform = ann
+            .get(crate::config::PLATFORM_ANNOTATION)
+            .cloned()
+            .unwrap_or_else(|| self.config.platform.clone());
+        crate::config::check_platform(&platform, &format!("annotation {}", crate::config::PLATFORM_ANNOTATION))?;
+        Ok((policy, platform))
+    }
+
+    /// Creates container `opts.id` (`runc create`): validates the input,
+    /// starts the supervisor, and builds the container with libcontainer.
+    /// On any failure nothing is left behind.
+    pub fn create(&self, opts: &CreateOptions) -> Result<Container> {
+        validate::id(&opts.id)?;
+        let (bundle, spec) = validate::bundle(&opts.bundle)?;
+        if self.root.join(&opts.id).exists() {
+            return Err(Error::Exists(opts.id.clone()));
+        }
+        let (policy_name, platform) = self.choose_policy(&spec)?;
+        let policy = Policy::load(&policy_name)?;
+        let prog = crate::filter::compile(&policy);
+
+        let dir = self.cordon_dir(&opts.id);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        let result = self.create_inner(opts, &bundle, spec, &policy, &policy_name, &platform, prog);
+        if result.is_err() {
+            if let Some(pid) = self.meta(&opts.id).supervisor_pid {
+                super::kill_supervisor(pid, &opts.id);
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+            // libcontainer removes its own directory on a failed build; make
+            // sure of it for failures before the build too.
+            if let Ok(mut c) = Container::load(self.root.join(&opts.id)) {
+                let _ = c.delete(true);
+            }
+            let _ = std::fs::remove_dir_all(self.root.join(&opts.id));
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_inner(
+        &self,
+        opts: &CreateOptions,
+        bundle: &Path,
+        spec: Spec,
+        policy: &Policy,
+        policy_name: &str,
+        platform: &str,
+        prog: Vec<libc::sock_filter>,
+    ) -> Result<Container> {
+        let dir = self.cordon_dir(&opts.id);
+        let build_bundle = self.shadow_bundle(&opts.id, bundle, spec.clone())?;
+        let mut meta = Meta {
+            bundle: bundle.to_path_buf(),
+            policy: policy_name.to_string(),
+            platform: platform.to_string(),
+            supervisor_pid: None,
+        };
+        let sock = if policy.needs_supervisor() {
+            let hostname = spec.hostname().clone().unwrap_or_default();
+            let pid = spawn_supervisor(&opts.id, &dir, policy_name, &hostname)?;
+            meta.supervisor_pid = Some(pid);
+            self.save_meta(&opts.id, &meta)?;
+            Some(UnixStream::connect(crate::supervisor::socket_path(&dir)).map_err(io("connect to the supervisor"))?)
+        } else {
+            self.save_meta(&opts.id, &meta)?;
+            None
+        };
+        let executor = CordonExecutor {
+            prog,
+            supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
+            role: Role::Init,
+        };
+        let container = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+            .with_executor(executor)
+            .with_root_path(&self.root)
+            .map_err(lib("state root"))?
+            .with_pid_file(opts.pid_file.as_ref())
+            .map_err(lib("pid file"))?
+            .with_console_socket(opts.console_socket.as_ref())
+            .with_preserved_fds(opts.preserve_fds)
+            .as_init(&build_bundle)
+            .with_systemd(self.systemd_cgroup)
+            .with_detach(opts.detach)
+            .with_no_pivot(opts.no_pivot)
+            .build()
+            .map_err(lib(format!("create {:?}", opts.id)))?;
+        drop(sock);
+        Ok(container)
+    }
+
+    /// libcontainer reads config.json from the bundle it is given; when
+    /// cordon must change the config (a default cgroupsPath, so cgroups are
+    /// named `cordon/<id>` rather than libcontainer's `:youki:<id>`), it
+    /// builds from a copy in its own directory with absolute paths.
+    fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
+        let Some(linux) = spec.linux().as_ref() else {
+            return Ok(bundle.to_path_buf());
+        };
+        if linux.cgroups_path().is_some() {
+            return Ok(bundle.to_path_buf());
+        }
+        let mut linux = linux.clone();
+        let cg = if self.systemd_cgroup {
+            format!("system.slice:cordon:{id}")
+        } else {
+            format!("/cordon/{id}")
+        };
+        linux.set_cgroups_path(Some(cg.into()));
+        spec.set_linux(Some(linux));
+        if let Some(root) = spec.root().clone() {
+            let mut root = root;
+            if !root.path().is_absolute() {
+                root.set_path(bundle.join(root.path()));
+            }
+            spec.set_root(Some(root));
+        }
+        if let Some(mounts) = spec.mounts().clone() {
+            let mounts = mounts
+                .into_iter()
+                .map(|mut m| {
+                    if let Some(src) = m.source().clone() {
+                        let is_bind = m.typ().as_deref() == Some("bind")
+                            || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind");
+                        if is_bind && src.is_relative() {
+                            m.set_source(Some(bundle.join(src)));
+                        }
+                    }
+                    m
+                })
+                .collect();
+            spec.set_mounts(Some(mounts));
+        }
+        let shadow = self.cordon_dir(id).join("bundle");
+        std::fs::create_dir_all(&shadow).map_err(io("create shadow bundle"))?;
+        spec.save(shadow.join("config.json"))
+            .map_err(|e| Error::Other(format!("write shadow config.json: {e}")))?;
+        Ok(shadow)
+    }
+
+    /// Starts a process in a running container (`runc exec`); returns its
+    /// host pid.
+    pub fn exec(&self, opts: &ExecOptions) -> Result<nix::unistd::Pid> {
+        let c = self.load(&opts.id)?;
+        if c.status() != libcontainer::container::ContainerStatus::Running {
+            return Err(Error::BadState {
+                id: opts.id.clone(),
+                status: super::status_str(c.status()),
+                op: "exec",
+            });
+        }
+        let meta = self.meta(&opts.id);
+        let policy_name = if meta.policy.is_empty() {
+            self.config.policy.clone()
+        } else {
+            meta.policy.clone()
+        };
+        let policy = Policy::load(&policy_name)?;
+        let prog = crate::filter::compile(&policy);
+        let sock = if policy.needs_supervisor() {
+            Some(
+                UnixStream::connect(crate::supervisor::socket_path(&self.cordon_dir(&opts.id)))
+                    .map_err(io(format!("connect to the supervisor of {:?}", opts.id)))?,
+            )
+        } else {
+            None
+        };
+        let executor = CordonExecutor {
+            prog,
+            supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
+            role: Role::Exec,
+        };
+        let env = opts.env.iter().cloned().collect();
+        let pid = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+            .with_executor(executor)
+            .with_root_path(&self.root)
+            .map_err(lib("state root"))?
+            .with_console_socket(opts.console_socket.as_ref())
+            .with_pid_file(opts.pid_file.as_ref())
+            .map_err(lib("pid file"))?
+            .with_preserved_fds(opts.preserve_fds)
+            .as_tenant()
+            .with_detach(opts.detach)
+            .with_cwd(opts.cwd.as_ref())
+            .with_env(env)
+            .with_process(opts.process.as_ref())
+            .with_no_new_privs(true)
+            .with_container_args(opts.args.clone())
+            .with_additional_gids(opts.additional_gids.clone())
+            .with_user(opts.user.map(|(u, _)| u))
+            .with_group(opts.user.and_then(|(_, g)| g))
+            .with_capabilities(opts.caps.clone())
+            .build()
+            .map_err(lib(format!("exec in {:?}", opts.id)))?;
+        drop(sock);
+        Ok(pid)
+    }
+}
+
+/// Starts `cordon supervise` for container `id` and waits until it listens.
+/// Returns its pid. The supervisor runs in its own session with stdio on
+/// /dev/null and its log, and inherits no fd but the readiness pipe.
+fn spawn_supervisor(id: &str, dir: &Path, policy: &str, hostname: &str) -> Result<i32> {
+    let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::Io {
+        what: "pipe".into(),
+        source: e.into(),
+    })?;
+    let log_path = dir.join("supervisor.log");
+    let log = std::fs::File::create(&log_path).map_err(io("create supervisor.log"))?;
+    let exe = std::env::current_exe().map_err(io("find the cordon binary"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("supervise")
+        .arg("--dir")
+        .arg(dir)
+        .arg("--policy")
+        .arg(policy)
+        .arg("--hostname")
+        .arg(hostname)
+        .arg("--ready-fd")
+        .arg("3")
+        .arg(id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+    let wfd = ready_w.as_raw_fd();
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes async-signal-safe syscalls (dup2, fcntl, setsid, close_range).
+    unsafe {
+        cmd.pre_exec(move || {
+            if wfd == 3 {
+                let fl = libc::fcntl(3, libc::F_GETFD);
+                libc::fcntl(3, libc::F_SETFD, fl & !libc::FD_CLOEXEC);
+            } else if libc::dup2(wfd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::setsid();
+            // Every other inherited fd closes at exec (an engine's pipes
+            // must not be held open by the supervisor).
+            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(io("start the supervisor"))?;
+    drop(ready_w);
+    let pid = child.id() as i32;
+    let mut buf = [0u8; 1];
+    let ok = wait_readable(&ready_r, 10_000)
+        && std::fs::File::from(ready_r)
+            .read(&mut buf)
+            .map(|n| n == 1 && buf[0] == b'R')
+            .unwrap_or(false);
+    if !ok {
+        let _ = child.kill();
+        let _ = child.wait();
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let reason = log
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no reason given")
+            .to_string();
+        return Err(Error::Supervisor {
+            id: id.to_string(),
+            reason,
+        });
+    }
+    // The child is reaped by whoever inherits it (an engine's shim is a
+    // subreaper); forget the handle without waiting.
+    std::mem::forget(child);
+    Ok(pid)
+}
+
+fn wait_readable(fd: &OwnedFd, timeout_ms: u16) -> bool {
+    use std::os::fd::AsFd;
+    let mut pfd = [nix::poll::PollFd::new(fd.as_fd(), nix::poll::PollFlags::POLLIN)];
+    matches!(nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(timeout_ms)), Ok(n) if n > 0)
+}

@@ -1,0 +1,68 @@
+//! The workload executor libcontainer runs in the container process as its
+//! last step: attach to the supervisor, then exec the payload.
+//!
+//! Why here and not through libcontainer's `linux.seccomp.listenerPath`:
+//! libcontainer hands the listener over with `sendmsg` *after* the filter is
+//! loaded, which deadlocks as soon as the policy intercepts `sendmsg`; here
+//! the handover needs only `write`/`read` ([`crate::supervisor::handshake`]).
+//! The bundle's own `linux.seccomp` is still installed by libcontainer; our
+//! filter stacks on top of it and the kernel applies the stricter verdict
+//! of the two (seccomp(2): the highest-precedence action wins).
+//!
+//! `no_new_privs` is always set before the filter is installed (an
+//! unprivileged process may only install filters with it): setuid binaries
+//! in a cordon container do not gain privileges.
+
+use std::mem::ManuallyDrop;
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+use libcontainer::oci_spec::runtime::Spec;
+use libcontainer::workload::default::DefaultExecutor;
+use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
+
+use crate::supervisor::handshake::{self, Role};
+
+/// Executor that installs cordon's filter before exec.
+#[derive(Clone)]
+pub struct CordonExecutor {
+    /// The compiled BPF program; empty means "no filter" (permissive policy).
+    pub prog: Vec<libc::sock_filter>,
+    /// Inherited connection to the supervisor (an fd number valid in the
+    /// container process, which is a fork of the runtime).
+    pub supervisor: Option<RawFd>,
+    /// Init or exec.
+    pub role: Role,
+}
+
+impl Executor for CordonExecutor {
+    fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        crate::sys::set_no_new_privs().map_err(|e| ExecutorError::Other(format!("cordon: set no_new_privs: {e}")))?;
+        match self.supervisor {
+            Some(fd) => {
+                // SAFETY: `fd` is the connection `cordon create`/`exec` opened
+                // and this process inherited; nothing else in this process
+                // uses it, and it is closed right below.
+                let mut sock = ManuallyDrop::new(unsafe { UnixStream::from_raw_fd(fd) });
+                let r = handshake::attach(&mut sock, self.role, &self.prog);
+                // SAFETY: `sock` is not used after this point.
+                unsafe { ManuallyDrop::drop(&mut sock) };
+                r.map_err(|e| ExecutorError::Other(format!("cordon: cannot attach to the supervisor: {e}")))?;
+            }
+            None if !self.prog.is_empty() => {
+                crate::sys::seccomp_set_filter(&self.prog, 0)
+                    .map_err(|e| ExecutorError::Other(format!("cordon: install seccomp filter: {e}")))?;
+            }
+            None => {}
+        }
+        DefaultExecutor {}.exec(spec)
+    }
+
+    fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        DefaultExecutor {}.validate(spec)
+    }
+
+    fn setup_envs(&self, envs: std::collections::HashMap<String, String>) -> Result<(), ExecutorSetEnvsError> {
+        DefaultExecutor {}.setup_envs(envs)
+    }
+}

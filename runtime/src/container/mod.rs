@@ -1,0 +1,408 @@
+//! The OCI life cycle (OCI runtime spec, "Runtime and Lifecycle"): create,
+//! start, state, kill, delete, exec and the runc extras, on libcontainer.
+//! cordon adds, per container, a supervisor and the policy's seccomp filter.
+//!
+//! Layout under the root (default `/run/cordon`):
+//! ```text
+//! <root>/<id>/                 libcontainer's state (state.json, notify socket)
+//! <root>/.cordon/<id>/         cordon's own: meta.json, supervisor.sock,
+//!                              supervisor.log, audit.jsonl, bundle/ (shadow)
+//! ```
+
+mod create;
+pub mod executor;
+pub mod foreground;
+pub mod validate;
+
+use std::collections::HashMap;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use libcontainer::container::{Container, ContainerStatus};
+use serde::{Deserialize, Serialize};
+
+pub use create::{CreateOptions, ExecOptions};
+
+use crate::config::RuntimeConfig;
+
+/// Default state root, as runc's is /run/runc.
+pub const DEFAULT_ROOT: &str = "/run/cordon";
+const CORDON_DIR: &str = ".cordon";
+const META: &str = "meta.json";
+
+/// Errors of life cycle operations. Messages name the id, path or field.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad user input.
+    #[error(transparent)]
+    Validate(#[from] validate::ValidateError),
+    /// The policy did not load.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
+    /// The runtime configuration did not load.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// No container with this id.
+    #[error("container {0:?} does not exist")]
+    NotFound(String),
+    /// The id is taken.
+    #[error("container {0:?} already exists")]
+    Exists(String),
+    /// The container is in the wrong state for the operation.
+    #[error("container {id:?} is {status}: cannot {op}")]
+    BadState {
+        /// Container id.
+        id: String,
+        /// Its status.
+        status: String,
+        /// The refused operation.
+        op: &'static str,
+    },
+    /// The supervisor could not be started.
+    #[error("supervisor for {id:?} failed to start: {reason}")]
+    Supervisor {
+        /// Container id.
+        id: String,
+        /// Why (the supervisor's last log line).
+        reason: String,
+    },
+    /// A libcontainer step failed.
+    #[error("{what}: {}", chain(source))]
+    Lib {
+        /// The step.
+        what: String,
+        /// Cause.
+        source: libcontainer::error::LibcontainerError,
+    },
+    /// An I/O step failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// The step.
+        what: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Anything else, already phrased for the user.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The error and its sources on one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// Result alias for this module.
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn lib(what: impl Into<String>) -> impl FnOnce(libcontainer::error::LibcontainerError) -> Error {
+    let what = what.into();
+    move |source| Error::Lib { what, source }
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// What cordon records about a container beside libcontainer's state.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Meta {
+    /// The bundle the user gave (libcontainer may see a shadow copy).
+    pub bundle: PathBuf,
+    /// Policy name or file.
+    pub policy: String,
+    /// Platform name.
+    pub platform: String,
+    /// Host pid of the supervisor, if one runs.
+    pub supervisor_pid: Option<i32>,
+}
+
+/// The OCI state of a container, as `runc state` prints it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateJson {
+    /// OCI runtime spec version.
+    pub oci_version: String,
+    /// Container id.
+    pub id: String,
+    /// Host pid of the init (0 once stopped).
+    pub pid: i32,
+    /// creating, created, running, paused or stopped.
+    pub status: String,
+    /// Absolute bundle path.
+    pub bundle: PathBuf,
+    /// Absolute rootfs path.
+    pub rootfs: PathBuf,
+    /// Creation time, RFC 3339.
+    pub created: String,
+    /// Owner (empty, as runc prints for root).
+    pub owner: String,
+    /// The spec's annotations plus `org.cordon.policy` and `org.cordon.platform`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<HashMap<String, String>>,
+}
+
+/// Entry point to the life cycle: one state root.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    /// State root.
+    pub root: PathBuf,
+    /// Use the systemd cgroup driver.
+    pub systemd_cgroup: bool,
+    /// The runtime configuration file's values.
+    pub config: RuntimeConfig,
+}
+
+fn status_str(s: ContainerStatus) -> String {
+    s.to_string().to_lowercase()
+}
+
+impl Runtime {
+    /// A runtime over state root `root` (created 0700 if missing).
+    pub fn new(root: &Path, systemd_cgroup: bool) -> Result<Self> {
+        std::fs::create_dir_all(root).map_err(io(format!("create root {}", root.display())))?;
+        let root = std::fs::canonicalize(root).map_err(io(format!("root {}", root.display())))?;
+        Ok(Self {
+            root,
+            systemd_cgroup,
+            config: RuntimeConfig::load()?,
+        })
+    }
+
+    /// cordon's own directory for container `id`.
+    pub fn cordon_dir(&self, id: &str) -> PathBuf {
+        self.root.join(CORDON_DIR).join(id)
+    }
+
+    /// The audit trail of container `id`.
+    pub fn audit_path(&self, id: &str) -> PathBuf {
+        self.cordon_dir(id).join(crate::supervisor::AUDIT)
+    }
+
+    /// Loads container `id`'s state, refreshed against the live process.
+    pub fn load(&self, id: &str) -> Result<Container> {
+        validate::id(id)?;
+        let dir = self.root.join(id);
+        if !dir.join("state.json").exists() {
+            return Err(Error::NotFound(id.to_string()));
+        }
+        let mut c = Container::load(dir).map_err(lib(format!("load state of {id:?}")))?;
+        c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
+        Ok(c)
+    }
+
+    /// cordon's metadata of container `id` (default if missing).
+    pub fn meta(&self, id: &str) -> Meta {
+        std::fs::read(self.cordon_dir(id).join(META))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn save_meta(&self, id: &str, meta: &Meta) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(meta).map_err(|e| Error::Other(e.to_string()))?;
+        std::fs::write(self.cordon_dir(id).join(META), bytes).map_err(io("write meta.json"))
+    }
+
+    /// Starts the user process of a created container (`runc start`).
+    pub fn start(&self, id: &str) -> Result<()> {
+        let mut c = self.load(id)?;
+        if c.status() != ContainerStatus::Created {
+            return Err(Error::BadState {
+                id: id.into(),
+                status: status_str(c.status()),
+                op: "start",
+            });
+        }
+        c.start().map_err(lib(format!("start {id:?}")))
+    }
+
+    /// The OCI state of container `id`.
+    pub fn state(&self, id: &str) -> Result<StateJson> {
+        let c = self.load(id)?;
+        Ok(self.state_of(&c))
+    }
+
+    fn state_of(&self, c: &Container) -> StateJson {
+        let meta = self.meta(c.id());
+        let bundle = if meta.bundle.as_os_str().is_empty() {
+            c.bundle().clone()
+        } else {
+            meta.bundle.clone()
+        };
+        let rootfs = libcontainer::oci_spec::runtime::Spec::load(c.bundle().join("config.json"))
+            .ok()
+            .and_then(|s| s.root().as_ref().map(|r| r.path().clone()))
+            .map(|p| if p.is_absolute() { p } else { bundle.join(p) })
+            .unwrap_or_else(|| bundle.join("rootfs"));
+        let mut annotations = c.state.annotations.clone().unwrap_or_default();
+        if !meta.policy.is_empty() {
+            annotations.insert(crate::config::POLICY_ANNOTATION.into(), meta.policy.clone());
+            annotations.insert(crate::config::PLATFORM_ANNOTATION.into(), meta.platform.clone());
+        }
+        let status = c.status();
+        StateJson {
+            oci_version: "1.0.2".into(),
+            id: c.id().to_string(),
+            pid: match status {
+                ContainerStatus::Stopped => 0,
+                _ => c.pid().map(|p| p.as_raw()).unwrap_or(0),
+            },
+            status: status_str(status),
+            bundle,
+            rootfs,
+            created: c
+                .created()
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
+                .unwrap_or_default(),
+            owner: String::new(),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+        }
+    }
+
+    /// Sends `signal` to the init, or with `all` to every process (`runc kill`).
+    pub fn kill(&self, id: &str, signal: libcontainer::signal::Signal, all: bool) -> Result<()> {
+        let mut c = self.load(id)?;
+        if !c.can_kill() && !all {
+            return Err(Error::BadState {
+                id: id.into(),
+                status: status_str(c.status()),
+                op: "kill",
+            });
+        }
+        c.kill(signal, all).map_err(lib(format!("kill {id:?}")))
+    }
+
+    /// Deletes container `id` (`runc delete`); `force` kills a running one.
+    /// Also stops its supervisor and removes cordon's directory.
+    pub fn delete(&self, id: &str, force: bool) -> Result<()> {
+        let mut c = match self.load(id) {
+            Ok(c) => c,
+            Err(Error::NotFound(_)) if force => {
+                self.cleanup_cordon(id);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if !force && !c.can_delete() {
+            return Err(Error::BadState {
+                id: id.into(),
+                status: status_str(c.status()),
+                op: "delete (use --force)",
+            });
+        }
+        c.delete(force).map_err(lib(format!("delete {id:?}")))?;
+        self.cleanup_cordon(id);
+        Ok(())
+    }
+
+    /// Stops the supervisor (if it still runs) and removes cordon's dir.
+    fn cleanup_cordon(&self, id: &str) {
+        let meta = self.meta(id);
+        if let Some(pid) = meta.supervisor_pid {
+            kill_supervisor(pid, id);
+        }
+        let _ = std::fs::remove_dir_all(self.cordon_dir(id));
+    }
+
+    /// Every container under the root, sorted by id.
+    pub fn list(&self) -> Result<Vec<StateJson>> {
+        let mut out = Vec::new();
+        let entries = std::fs::read_dir(&self.root).map_err(io(format!("read {}", self.root.display())))?;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            if let Ok(c) = self.load(&name) {
+                out.push(self.state_of(&c));
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    /// Freezes the container (`runc pause`).
+    pub fn pause(&self, id: &str) -> Result<()> {
+        self.load(id)?.pause().map_err(lib(format!("pause {id:?}")))
+    }
+
+    /// Thaws the container (`runc resume`).
+    pub fn resume(&self, id: &str) -> Result<()> {
+        self.load(id)?.resume().map_err(lib(format!("resume {id:?}")))
+    }
+
+    fn cgroup_manager(&self, c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
+        let cfg = c.spec().map_err(lib("read container config"))?;
+        libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+            cgroup_path: cfg.cgroup_path,
+            systemd_cgroup: c.systemd(),
+            container_name: c.id().to_string(),
+        })
+        .map_err(|e| Error::Other(format!("cgroup of {:?}: {}", c.id(), chain(&e))))
+    }
+
+    /// Host pids of every process in the container's cgroup.
+    pub fn pids(&self, id: &str) -> Result<Vec<i32>> {
+        use libcgroups::common::CgroupManager;
+        let c = self.load(id)?;
+        let m = self.cgroup_manager(&c)?;
+        let mut pids: Vec<i32> = m
+            .get_all_pids()
+            .map_err(|e| Error::Other(format!("list processes of {id:?}: {}", chain(&e))))?
+            .into_iter()
+            .map(|p| p.as_raw())
+            .collect();
+        pids.sort_unstable();
+        Ok(pids)
+    }
+
+    /// Applies new resource limits (`runc update`).
+    pub fn update(&self, id: &str, resources: &libcontainer::oci_spec::runtime::LinuxResources) -> Result<()> {
+        use libcgroups::common::{CgroupManager, ControllerOpt};
+        let c = self.load(id)?;
+        if c.status() == ContainerStatus::Stopped {
+            return Err(Error::BadState {
+                id: id.into(),
+                status: "stopped".into(),
+                op: "update",
+            });
+        }
+        let m = self.cgroup_manager(&c)?;
+        m.apply(&ControllerOpt {
+            resources,
+            disable_oom_killer: false,
+            oom_score_adj: None,
+            freezer_state: None,
+        })
+        .map_err(|e| Error::Other(format!("update {id:?}: {}", chain(&e))))
+    }
+
+    /// Prints stats or events as libcontainer does (`runc events`).
+    pub fn events(&self, id: &str, interval: u32, stats: bool) -> Result<()> {
+        self.load(id)?
+            .events(interval, stats)
+            .map_err(lib(format!("events of {id:?}")))
+    }
+}
+
+/// Sends SIGKILL to the supervisor `pid` if it still is container `id`'s.
+fn kill_supervisor(pid: i32, id: &str) {
+    let Ok(pidfd) = crate::sys::pidfd_open(pid) else { return };
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    if args.iter().any(|a| *a == b"supervise") && args.iter().any(|a| *a == id.as_bytes()) {
+        let _ = crate::sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
+    }
+}

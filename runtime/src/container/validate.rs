@@ -1,0 +1,217 @@
+//! Checks of user input before anything is created: the container id, the
+//! bundle and its config.json. Each error is one line that names the field
+//! or path at fault, so engines (containerd shows the last log line) and
+//! users see the cause rather than a library's generic message.
+
+use std::path::{Path, PathBuf};
+
+use oci_spec::runtime::{LinuxSeccompAction, Spec};
+
+/// Input errors. Messages name the id, path or config.json field.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    /// Bad container id.
+    #[error("invalid container id {0:?}: use letters, digits and _ + - . (not . or ..), at most 1024 characters")]
+    Id(String),
+    /// The bundle directory is missing.
+    #[error("bundle {}: {reason}", path.display())]
+    Bundle {
+        /// The bundle path as given.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// config.json is not valid.
+    #[error("{}: {field}: {reason}", path.display())]
+    Config {
+        /// Path of config.json.
+        path: PathBuf,
+        /// The JSON path of the field, e.g. `process.args`.
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Checks a container id the way runc does (`^[\w+-\.]+$`, not `.`/`..`).
+pub fn id(id: &str) -> Result<(), ValidateError> {
+    let ok = !id.is_empty()
+        && id.len() <= 1024
+        && id != "."
+        && id != ".."
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+-.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ValidateError::Id(id.to_string()))
+    }
+}
+
+/// Loads and checks `<bundle>/config.json`. Returns the canonical bundle
+/// path and the spec.
+pub fn bundle(bundle: &Path) -> Result<(PathBuf, Spec), ValidateError> {
+    let berr = |reason: &str| ValidateError::Bundle {
+        path: bundle.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let canon = std::fs::canonicalize(bundle).map_err(|e| berr(&io_reason(&e)))?;
+    if !canon.is_dir() {
+        return Err(berr("not a directory"));
+    }
+    let path = canon.join("config.json");
+    let cerr = |field: &str, reason: String| ValidateError::Config {
+        path: path.clone(),
+        field: field.into(),
+        reason,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| cerr("(file)", io_reason(&e)))?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    let spec: Spec = serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { "(document)".to_string() } else { field };
+        cerr(&field, e.into_inner().to_string())
+    })?;
+    check_spec(&spec, &canon).map_err(|(field, reason)| cerr(field, reason))?;
+    Ok((canon, spec))
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Semantic checks runc makes at create time.
+fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> {
+    let major = spec.version().split('.').next().unwrap_or("");
+    if major != "1" {
+        return Err((
+            "ociVersion",
+            format!("{:?} is not supported (this runtime implements 1.x)", spec.version()),
+        ));
+    }
+    let root = spec.root().as_ref().ok_or(("root", "missing".to_string()))?;
+    let rootfs = if root.path().is_absolute() {
+        root.path().clone()
+    } else {
+        bundle.join(root.path())
+    };
+    if !rootfs.is_dir() {
+        return Err(("root.path", format!("{}: no such directory", rootfs.display())));
+    }
+    let process = spec.process().as_ref().ok_or(("process", "missing".to_string()))?;
+    match process.args() {
+        Some(a) if !a.is_empty() && !a[0].is_empty() => {}
+        _ => return Err(("process.args", "must not be empty".into())),
+    }
+    if !process.cwd().is_absolute() {
+        return Err(("process.cwd", format!("{:?} must be an absolute path", process.cwd())));
+    }
+    let linux = spec
+        .linux()
+        .as_ref()
+        .ok_or(("linux", "missing (only Linux containers are supported)".to_string()))?;
+    if let Some(seccomp) = linux.seccomp() {
+        let notify = seccomp.default_action() == LinuxSeccompAction::ScmpActNotify
+            || seccomp
+                .syscalls()
+                .iter()
+                .flatten()
+                .any(|s| s.action() == LinuxSeccompAction::ScmpActNotify);
+        if notify || seccomp.listener_path().is_some() {
+            return Err((
+                "linux.seccomp",
+                "SCMP_ACT_NOTIFY and listenerPath are not supported: cordon's supervisor owns the container's notify listener (use a cordon policy instead)".into(),
+            ));
+        }
+    }
+    if let Some(hooks) = spec.hooks() {
+        let all = [
+            hooks.prestart(),
+            hooks.create_runtime(),
+            hooks.create_container(),
+            hooks.start_container(),
+            hooks.poststart(),
+            hooks.poststop(),
+        ];
+        for h in all.into_iter().flatten().flatten() {
+            if !h.path().is_absolute() {
+                return Err(("hooks", format!("hook path {:?} must be absolute", h.path())));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        assert!(id("abc-1_2.3+x").is_ok());
+        for bad in ["", ".", "..", "../x", "a/b", "a b", "é"] {
+            assert!(id(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn write_bundle(cfg: &str) -> tempdir::Dir {
+        let d = tempdir::Dir::new();
+        std::fs::create_dir(d.path().join("rootfs")).unwrap();
+        std::fs::write(d.path().join("config.json"), cfg).unwrap();
+        d
+    }
+
+    mod tempdir {
+        pub struct Dir(std::path::PathBuf);
+        impl Dir {
+            pub fn new() -> Self {
+                let p = std::env::temp_dir().join(format!(
+                    "cordon-validate-{}-{}",
+                    std::process::id(),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_nanos()
+                ));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+            pub fn path(&self) -> &std::path::Path {
+                &self.0
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let ok = r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"args":["sh"],"cwd":"/","user":{"uid":0,"gid":0}},"linux":{}}"#;
+        let d = write_bundle(ok);
+        bundle(d.path()).unwrap();
+
+        let d = write_bundle(r#"{"ociVersion":"1.0.2","process":{"args":"sh"}}"#);
+        let e = bundle(d.path()).unwrap_err().to_string();
+        assert!(e.contains("process.args"), "{e}");
+
+        let d = write_bundle("{ not json");
+        let e = bundle(d.path()).unwrap_err().to_string();
+        assert!(e.contains("config.json"), "{e}");
+
+        let d = write_bundle(&ok.replace("1.0.2", "2.0.0"));
+        let e = bundle(d.path()).unwrap_err().to_string();
+        assert!(e.contains("ociVersion"), "{e}");
+
+        let d = write_bundle(&ok.replace("\"rootfs\"", "\"nope\""));
+        let e = bundle(d.path()).unwrap_err().to_string();
+        assert!(e.contains("root.path"), "{e}");
+
+        let e = bundle(Path::new("/nonexistent/bundle")).unwrap_err().to_string();
+        assert_eq!(e, "bundle /nonexistent/bundle: no such file or directory");
+    }
+}

@@ -1,0 +1,311 @@
+//! Policies: what happens to each syscall, file path and network destination.
+//!
+//! A policy is loaded from a built-in name (`default`, `audit`, `permissive`) or
+//! a file (TOML, or JSON when the name ends in `.json`), validated, and compiled
+//! into a [`Policy`]: per syscall number an ordered list of rules, plus path and
+//! network matchers. The same compiled form drives the BPF filter
+//! ([`crate::filter`]) and the supervisor's decisions, so the two cannot drift.
+
+pub mod model;
+mod net;
+mod path;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
+pub use net::NetPolicy;
+pub use path::PathPolicy;
+
+use crate::filter::table;
+
+/// Policies compiled into the binary: (name, TOML source).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("default", include_str!("../../policies/default.toml")),
+    ("audit", include_str!("../../policies/audit.toml")),
+    ("permissive", include_str!("../../policies/permissive.toml")),
+];
+
+/// Syscalls the supervisor can emulate; `emulate` on any other is an error.
+pub const EMULATED: &[&str] = &[
+    "uname", "sysinfo", "open", "openat", "openat2", "creat", "connect", "sendto", "sendmsg",
+];
+
+/// Errors from loading or validating a policy. Messages name the rule and field.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("policy {path}: {source}")]
+    Read {
+        /// File path.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML/JSON of the policy shape.
+    #[error("policy {path}: {msg}")]
+    Parse {
+        /// File path or built-in name.
+        path: String,
+        /// Parser message (names the field and line).
+        msg: String,
+    },
+    /// A rule is semantically wrong.
+    #[error("policy {policy}: {rule}: {msg}")]
+    Invalid {
+        /// Policy name or path.
+        policy: String,
+        /// Which rule, e.g. `syscall[3].names[1]`.
+        rule: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Neither a built-in name nor an existing file.
+    #[error("policy {0:?}: no such built-in policy or file (built-in: default, audit, permissive)")]
+    NotFound(String),
+}
+
+/// Result alias for this module.
+pub type Result<T> = std::result::Result<T, PolicyError>;
+
+/// One compiled syscall rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Conditions on the raw argument registers; all must hold.
+    pub args: Vec<ArgMatch>,
+    /// Action when they hold.
+    pub action: Action,
+    /// Errno for [`Action::Deny`].
+    pub errno: i32,
+}
+
+/// A validated, compiled policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The policy's name.
+    pub name: String,
+    /// The source it was parsed from (kept for `policy show`).
+    pub source: PolicyFile,
+    /// Rules per x86-64 syscall number, in file order.
+    pub rules: BTreeMap<u32, Vec<Rule>>,
+    /// Action for known syscalls no rule names.
+    pub default_action: Action,
+    /// Errno for a `deny` default action.
+    pub default_errno: i32,
+    /// File path rules.
+    pub paths: PathPolicy,
+    /// Network egress rules.
+    pub net: NetPolicy,
+}
+
+impl Policy {
+    /// Loads a built-in policy by name, or a file by path.
+    ///
+    /// Errors: [`PolicyError::NotFound`], [`PolicyError::Read`],
+    /// [`PolicyError::Parse`], [`PolicyError::Invalid`].
+    pub fn load(name_or_path: &str) -> Result<Self> {
+        if let Some((name, src)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+            return Self::from_toml(src, name);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(PolicyError::NotFound(name_or_path.to_string()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: name_or_path.to_string(),
+            source,
+        })?;
+        if name_or_path.ends_with(".json") {
+            let file: PolicyFile = serde_json::from_str(&text).map_err(|e| PolicyError::Parse {
+                path: name_or_path.to_string(),
+                msg: e.to_string(),
+            })?;
+            Self::compile(file, name_or_path)
+        } else {
+            Self::from_toml(&text, name_or_path)
+        }
+    }
+
+    /// Parses and compiles TOML policy text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
+        let file: PolicyFile = toml::from_str(text).map_err(|e| PolicyError::Parse {
+            path: origin.to_string(),
+            msg: e.to_string().replace('\n', " ").trim().to_string(),
+        })?;
+        Self::compile(file, origin)
+    }
+
+    /// Validates `file` and compiles it.
+    pub fn compile(mut file: PolicyFile, origin: &str) -> Result<Self> {
+        if let Some(base) = file.extends.take() {
+            let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == base) else {
+                return Err(PolicyError::Invalid {
+                    policy: origin.to_string(),
+                    rule: "extends".into(),
+                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive)"),
+                });
+            };
+            let base = Self::from_toml(src, &base)?.source;
+            file.syscalls.extend(base.syscalls);
+            file.paths.extend(base.paths);
+            file.net.extend(base.net);
+        }
+        let invalid = |rule: String, msg: String| PolicyError::Invalid {
+            policy: origin.to_string(),
+            rule,
+            msg,
+        };
+        let errno_of = |rule: &str, e: &Option<String>| -> Result<i32> {
+            match e {
+                None => Ok(libc::EPERM),
+                Some(n) => crate::errno::from_name(n).ok_or_else(|| {
+                    invalid(
+                        format!("{rule}.errno"),
+                        format!("unknown errno {n:?} (use a name like EPERM, EACCES, ENOSYS)"),
+                    )
+                }),
+            }
+        };
+        if file.default_action == Action::Emulate {
+            return Err(invalid(
+                "default_action".into(),
+                "emulate cannot be a default action: only some syscalls can be emulated".into(),
+            ));
+        }
+        let default_errno = errno_of("default_errno", &file.default_errno)?;
+        let mut rules: BTreeMap<u32, Vec<Rule>> = BTreeMap::new();
+        for (i, r) in file.syscalls.iter().enumerate() {
+            let at = format!("syscall[{i}]");
+            if r.names.is_empty() {
+                return Err(invalid(format!("{at}.names"), "must name at least one syscall".into()));
+            }
+            if r.errno.is_some() && r.action != Action::Deny {
+                return Err(invalid(format!("{at}.errno"), "only a deny rule takes an errno".into()));
+            }
+            let errno = errno_of(&at, &r.errno)?;
+            for (j, a) in r.args.iter().enumerate() {
+                if a.index > 5 {
+                    return Err(invalid(
+                        format!("{at}.args[{j}].index"),
+                        format!("{} is out of range 0..=5", a.index),
+                    ));
+                }
+                if a.op != model::ArgOp::MaskedEq && a.mask != 0 {
+                    return Err(invalid(
+                        format!("{at}.args[{j}].mask"),
+                        "only masked_eq takes a mask".into(),
+                    ));
+                }
+            }
+            for (j, name) in r.names.iter().enumerate() {
+                let nr = table::number(name)
+                    .ok_or_else(|| invalid(format!("{at}.names[{j}]"), format!("unknown syscall {name:?}")))?;
+                if r.action == Action::Emulate && !EMULATED.contains(&name.as_str()) {
+                    return Err(invalid(
+                        format!("{at}.names[{j}]"),
+                        format!("{name} cannot be emulated (emulated: {})", EMULATED.join(", ")),
+                    ));
+                }
+                rules.entry(nr).or_default().push(Rule {
+                    args: r.args.clone(),
+                    action: r.action,
+                    errno,
+                });
+            }
+        }
+        let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
+        let net = NetPolicy::compile(&file.net, file.net_default)
+            .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;
+        Ok(Policy {
+            name: file.name.clone(),
+            default_action: file.default_action,
+            default_errno,
+            rules,
+            paths,
+            net,
+            source: file,
+        })
+    }
+
+    /// The action for syscall `nr` with argument registers `args`, and the
+    /// errno for a deny. Unknown numbers give `(Deny, ENOSYS)`.
+    pub fn decide(&self, nr: u32, args: &[u64; 6]) -> (Action, i32) {
+        if table::name(nr).is_none() {
+            return (Action::Deny, libc::ENOSYS);
+        }
+        match self.rules.get(&nr) {
+            Some(rules) => rules
+                .iter()
+                .find(|r| r.args.iter().all(|a| a.matches(args)))
+                .map(|r| (r.action, r.errno))
+                .unwrap_or((self.default_action, self.default_errno)),
+            None => (self.default_action, self.default_errno),
+        }
+    }
+
+    /// Whether any rule can send a syscall to the supervisor.
+    pub fn needs_supervisor(&self) -> bool {
+        matches!(self.default_action, Action::Audit)
+            || self
+                .rules
+                .values()
+                .flatten()
+                .any(|r| matches!(r.action, Action::Emulate | Action::Audit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_compile() {
+        for (name, _) in BUILTIN {
+            Policy::load(name).unwrap();
+        }
+    }
+
+    #[test]
+    fn default_refuses_and_emulates() {
+        let p = Policy::load("default").unwrap();
+        let nr = |n| table::number(n).unwrap();
+        assert_eq!(p.decide(nr("bpf"), &[0; 6]), (Action::Deny, libc::EPERM));
+        assert_eq!(p.decide(nr("io_uring_setup"), &[0; 6]), (Action::Deny, libc::ENOSYS));
+        assert_eq!(p.decide(nr("uname"), &[0; 6]).0, Action::Emulate);
+        assert_eq!(p.decide(nr("getppid"), &[0; 6]).0, Action::Allow);
+        assert_eq!(p.decide(nr("unshare"), &[0x10000000, 0, 0, 0, 0, 0]).0, Action::Deny);
+        assert_eq!(p.decide(nr("unshare"), &[0x00020000, 0, 0, 0, 0, 0]).0, Action::Allow);
+        assert_eq!(p.decide(nr("personality"), &[8, 0, 0, 0, 0, 0]).0, Action::Allow);
+        assert_eq!(p.decide(nr("personality"), &[0x0040000, 0, 0, 0, 0, 0]).0, Action::Deny);
+        assert_eq!(p.decide(nr("sendto"), &[3, 0, 0, 0, 0, 0]).0, Action::Allow);
+        assert_eq!(p.decide(nr("sendto"), &[3, 0, 0, 0, 0x1000, 0]).0, Action::Emulate);
+        assert_eq!(p.decide(9999, &[0; 6]), (Action::Deny, libc::ENOSYS));
+    }
+
+    #[test]
+    fn errors_name_rule_and_field() {
+        let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['nosuch']\naction='deny'\n", "t").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "policy t: syscall[0].names[0]: unknown syscall \"nosuch\""
+        );
+        let e = Policy::from_toml(
+            "name='x'\n[[syscall]]\nnames=['read']\naction='deny'\nerrno='EWHAT'\n",
+            "t",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("syscall[0].errno"), "{e}");
+        let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['read']\naction='emulate'\n", "t").unwrap_err();
+        assert!(e.to_string().contains("read cannot be emulated"), "{e}");
+        let e = Policy::from_toml("name='x'\n[[net]]\ncidr='10.0.0.0/33'\naction='deny'\n", "t").unwrap_err();
+        assert!(e.to_string().contains("net[0].cidr"), "{e}");
+        let e = Policy::from_toml("name='x'\nbogus=1\n", "t").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let e = Policy::from_toml(
+            "name='x'\n[[syscall]]\nnames=['read']\naction='deny'\nargs=[{index=7,op='eq',value=1}]\n",
+            "t",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("syscall[0].args[0].index"), "{e}");
+    }
+}

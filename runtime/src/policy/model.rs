@@ -1,0 +1,188 @@
+//! The policy file format (TOML or JSON, same shape).
+//!
+//! ```toml
+//! name = "example"
+//! default_action = "allow"          # for syscalls no rule names
+//! [[syscall]]
+//! names = ["clone"]
+//! action = "deny"                   # allow | deny | emulate | audit | kill
+//! errno = "EPERM"                   # deny only; default EPERM
+//! args = [{ index = 0, op = "masked_eq", mask = 0x10000000, value = 0x10000000 }]
+//! [[path]]
+//! pattern = "/secret/**"            # glob on the resolved path inside the container
+//! access = "deny"                   # deny | read-only | allow
+//! [[net]]
+//! cidr = "10.0.0.0/8"
+//! ports = [443]                     # optional; empty means every port
+//! action = "deny"                   # deny | allow
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// What happens to a syscall a rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// The kernel runs it; no round trip.
+    Allow,
+    /// Refused in BPF with `errno` (default EPERM); no round trip.
+    Deny,
+    /// Sent to the supervisor, which performs it on copied arguments.
+    Emulate,
+    /// Sent to the supervisor, recorded, then run by the kernel. Only safe
+    /// because the decision never depends on container memory.
+    Audit,
+    /// The whole process is killed (SECCOMP_RET_KILL_PROCESS).
+    Kill,
+}
+
+/// How an argument is compared. Values are the raw 64-bit register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgOp {
+    /// `arg == value`
+    Eq,
+    /// `arg != value`
+    Ne,
+    /// `arg & mask == value`
+    MaskedEq,
+}
+
+/// One argument condition of a syscall rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgMatch {
+    /// Argument position, 0 to 5.
+    pub index: u8,
+    /// Comparison.
+    pub op: ArgOp,
+    /// Mask for `masked_eq`; ignored otherwise.
+    #[serde(default)]
+    pub mask: u64,
+    /// Value compared with.
+    pub value: u64,
+}
+
+impl ArgMatch {
+    /// Whether the raw argument registers `args` satisfy this condition.
+    pub fn matches(&self, args: &[u64; 6]) -> bool {
+        let a = args[usize::from(self.index)];
+        match self.op {
+            ArgOp::Eq => a == self.value,
+            ArgOp::Ne => a != self.value,
+            ArgOp::MaskedEq => a & self.mask == self.value,
+        }
+    }
+}
+
+/// A rule over one or more syscalls by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallRule {
+    /// Syscall names as in the x86-64 table (`cordon syscalls`).
+    pub names: Vec<String>,
+    /// What happens when the rule matches.
+    pub action: Action,
+    /// Errno name for `deny`, e.g. "EPERM" (the default) or "ENOSYS".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<String>,
+    /// All must hold for the rule to match; empty matches always.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<ArgMatch>,
+    /// Why the rule exists (shown by `cordon policy show`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Access a path rule grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathAccess {
+    /// Opens fail with EACCES.
+    Deny,
+    /// Opens for writing (or with O_CREAT/O_TRUNC) fail with EACCES.
+    ReadOnly,
+    /// No restriction.
+    Allow,
+}
+
+/// A rule over files, matched on the path inside the container after
+/// resolution (symlinks followed inside the rootfs, `..` and `.` removed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathRule {
+    /// Glob: `*` within one component, `**` across components.
+    pub pattern: String,
+    /// What the rule grants.
+    pub access: PathAccess,
+    /// Why the rule exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Verdict of a network rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetAction {
+    /// Refused with ECONNREFUSED (connect) or EACCES (sendto/sendmsg).
+    Deny,
+    /// Allowed.
+    Allow,
+}
+
+/// A rule over IPv4/IPv6 destinations of connect, sendto and sendmsg.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetRule {
+    /// Destination network, e.g. "10.0.0.0/8" or "::1/128".
+    pub cidr: String,
+    /// Destination ports; empty means all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<u16>,
+    /// Verdict.
+    pub action: NetAction,
+    /// Why the rule exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A whole policy file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    /// Short name, shown in audit records and `cordon state`.
+    pub name: String,
+    /// One line of description.
+    #[serde(default)]
+    pub description: String,
+    /// A built-in policy whose rules follow this file's own (so this file's
+    /// rules take precedence: the first match decides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extends: Option<String>,
+    /// Action for syscalls that no rule names: `allow`, `deny`, `audit` or `kill`.
+    #[serde(default = "default_allow")]
+    pub default_action: Action,
+    /// Errno for `default_action = "deny"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_errno: Option<String>,
+    /// Syscall rules, in order.
+    #[serde(default, rename = "syscall")]
+    pub syscalls: Vec<SyscallRule>,
+    /// Path rules, most specific first (the first match decides).
+    #[serde(default, rename = "path")]
+    pub paths: Vec<PathRule>,
+    /// Network rules (the first match decides).
+    #[serde(default, rename = "net")]
+    pub net: Vec<NetRule>,
+    /// Verdict for destinations no network rule matches.
+    #[serde(default = "default_net_allow")]
+    pub net_default: NetAction,
+}
+
+fn default_allow() -> Action {
+    Action::Allow
+}
+
+fn default_net_allow() -> NetAction {
+    NetAction::Allow
+}

@@ -1,0 +1,93 @@
+//! File path rules, matched on the resolved path inside the container.
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::model::{PathAccess, PathRule};
+
+/// Compiled path rules; the first matching rule decides, no match allows.
+#[derive(Debug, Clone, Default)]
+pub struct PathPolicy {
+    rules: Vec<(GlobMatcher, PathAccess)>,
+}
+
+impl PathPolicy {
+    /// Compiles globs; an error gives the rule index and the message.
+    pub fn compile(rules: &[PathRule]) -> Result<Self, (usize, String)> {
+        let mut out = Vec::with_capacity(rules.len());
+        for (i, r) in rules.iter().enumerate() {
+            if !r.pattern.starts_with('/') {
+                return Err((i, format!("{:?} must be an absolute path", r.pattern)));
+            }
+            let glob = GlobBuilder::new(&r.pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| (i, e.to_string()))?;
+            out.push((glob.compile_matcher(), r.access));
+        }
+        Ok(Self { rules: out })
+    }
+
+    /// Whether there are no rules (opens then need no check at all).
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The access granted to `path` (absolute, normalised, inside the container).
+    pub fn access(&self, path: &str) -> PathAccess {
+        self.rules
+            .iter()
+            .find(|(g, _)| g.is_match(path))
+            .map(|&(_, a)| a)
+            .unwrap_or(PathAccess::Allow)
+    }
+
+    /// Whether an open of `path` with open(2) `flags` is allowed.
+    pub fn allows_open(&self, path: &str, flags: u64) -> bool {
+        match self.access(path) {
+            PathAccess::Allow => true,
+            PathAccess::Deny => false,
+            PathAccess::ReadOnly => !is_write_open(flags),
+        }
+    }
+}
+
+/// Whether open(2) `flags` can modify the file.
+pub fn is_write_open(flags: u64) -> bool {
+    let f = flags as i32;
+    f & libc::O_ACCMODE != libc::O_RDONLY || f & (libc::O_CREAT | libc::O_TRUNC) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(p: &str, a: PathAccess) -> PathRule {
+        PathRule {
+            pattern: p.into(),
+            access: a,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn first_match_decides() {
+        let p = PathPolicy::compile(&[
+            rule("/secret/ok", PathAccess::Allow),
+            rule("/secret/**", PathAccess::Deny),
+            rule("/etc/**", PathAccess::ReadOnly),
+        ])
+        .unwrap();
+        assert!(p.allows_open("/secret/ok", 0));
+        assert!(!p.allows_open("/secret/a/b", 0));
+        assert!(!p.allows_open("/secret", 0) || p.access("/secret") == PathAccess::Allow);
+        assert!(p.allows_open("/etc/passwd", libc::O_RDONLY as u64));
+        assert!(!p.allows_open("/etc/passwd", libc::O_WRONLY as u64));
+        assert!(!p.allows_open("/etc/passwd", (libc::O_RDONLY | libc::O_TRUNC) as u64));
+        assert!(p.allows_open("/tmp/x", libc::O_RDWR as u64));
+    }
+
+    #[test]
+    fn relative_pattern_is_an_error() {
+        assert!(PathPolicy::compile(&[rule("etc", PathAccess::Deny)]).is_err());
+    }
+}

@@ -1,0 +1,185 @@
+//! The supervisor: one process per container that holds the seccomp
+//! listeners of the container's processes and decides every syscall the
+//! policy sends to it (our Sentry, in gVisor's terms).
+//!
+//! Life cycle: `cordon create` starts it (`cordon supervise`, internal) before
+//! building the container; it binds `<state>/supervisor.sock`, forks a
+//! [`watchdog`], then tells `create` it is ready. Container processes attach
+//! through [`handshake`] right before they exec; each listener gets a
+//! receiver thread ([`notify`]). The supervisor exits when the container's
+//! init exits; if it dies for any reason the watchdog kills the container.
+
+pub mod audit;
+pub mod handshake;
+mod notify;
+pub mod syscalls;
+mod watchdog;
+
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::policy::Policy;
+
+/// File name of the supervisor's socket in the container's cordon dir.
+pub const SOCKET: &str = "supervisor.sock";
+/// File name of the audit trail in the container's cordon dir.
+pub const AUDIT: &str = "audit.jsonl";
+
+/// Errors that stop the supervisor from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    /// The policy did not load.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
+    /// A system call failed; `what` names the step.
+    #[error("supervisor: {what}: {source}")]
+    Io {
+        /// The failing step.
+        what: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SupervisorError {
+    let what = what.into();
+    move |source| SupervisorError::Io { what, source }
+}
+
+/// How `cordon supervise` was asked to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Container id.
+    pub id: String,
+    /// The container's cordon dir (socket, audit trail).
+    pub dir: PathBuf,
+    /// Policy name or file.
+    pub policy: String,
+    /// The container's hostname, for the emulated uname.
+    pub hostname: String,
+    /// Write end of the pipe on which `create` waits for readiness.
+    pub ready_fd: Option<RawFd>,
+}
+
+/// State shared by every receiver thread.
+pub struct Supervisor {
+    /// The compiled policy.
+    pub policy: Policy,
+    /// The audit trail.
+    pub audit: audit::AuditLog,
+    /// Hostname shown by the emulated uname.
+    pub hostname: String,
+    /// When the supervisor started, as the container's boot time.
+    pub started: Instant,
+}
+
+/// Runs the supervisor until the container's init exits. Never returns on
+/// success (the process exits); returns an error only if setup fails.
+pub fn run(opts: Options) -> Result<(), SupervisorError> {
+    let policy = Policy::load(&opts.policy)?;
+    let audit = audit::AuditLog::open(Some(&opts.dir.join(AUDIT))).map_err(io_err("open audit log"))?;
+    let sock_path = opts.dir.join(SOCKET);
+    let _ = std::fs::remove_file(&sock_path);
+    let listener = UnixListener::bind(&sock_path).map_err(io_err(format!("bind {}", sock_path.display())))?;
+    std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(io_err("chmod socket"))?;
+
+    let watchdog = watchdog::spawn().map_err(io_err("start watchdog"))?;
+    let sup = Arc::new(Supervisor {
+        policy,
+        audit,
+        hostname: opts.hostname.clone(),
+        started: Instant::now(),
+    });
+    sup.audit.record(
+        0,
+        "supervisor",
+        &format!("policy {}", sup.policy.name),
+        "event",
+        "started",
+    );
+
+    if let Some(fd) = opts.ready_fd {
+        // SAFETY: `fd` was passed to us by `cordon create` and nothing else
+        // in this process owns it.
+        let mut ready = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        ready.write_all(b"R").map_err(io_err("signal readiness"))?;
+    }
+
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let sup = Arc::clone(&sup);
+        let wd = watchdog.as_ref().and_then(|w| w.try_clone().ok());
+        std::thread::Builder::new()
+            .name("attach".into())
+            .stack_size(256 * 1024)
+            .spawn(move || attach(sup, stream, wd))
+            .map_err(io_err("spawn thread"))?;
+    }
+    Ok(())
+}
+
+/// Serves one attaching process: takes its listener, starts a receiver.
+fn attach(sup: Arc<Supervisor>, mut stream: UnixStream, watchdog: Option<UnixStream>) {
+    let att = match handshake::accept(&mut stream) {
+        Ok(a) => a,
+        Err(e) => {
+            sup.audit
+                .record(0, "supervisor", &format!("attach failed: {e}"), "event", "error");
+            return;
+        }
+    };
+    if let Err(e) = sys_set_sync_wakeup(&att.listener) {
+        tracing::debug!("SYNC_WAKE_UP unavailable: {e}");
+    }
+    let listener = Arc::new(att.listener);
+    {
+        let sup = Arc::clone(&sup);
+        let listener = Arc::clone(&listener);
+        if std::thread::Builder::new()
+            .name("notify".into())
+            .stack_size(512 * 1024)
+            .spawn(move || notify::serve(&sup, &listener))
+            .is_err()
+        {
+            return;
+        }
+    }
+    if att.role == handshake::Role::Init {
+        if let Some(wd) = watchdog {
+            let _ = watchdog::arm(&wd, att.pidfd.as_fd());
+            // Keep the watchdog connection open for the process lifetime.
+            std::mem::forget(wd);
+        }
+    }
+    if handshake::ack(&mut stream).is_err() {
+        return;
+    }
+    drop(stream);
+    if att.role == handshake::Role::Init {
+        wait_exit(att.pidfd.as_fd());
+        sup.audit
+            .record(0, "supervisor", "container init exited", "event", "exit");
+        std::process::exit(0);
+    }
+}
+
+fn sys_set_sync_wakeup(listener: &OwnedFd) -> std::io::Result<()> {
+    crate::sys::notif_set_sync_wakeup(listener.as_fd())
+}
+
+/// Blocks until the process behind `pidfd` has exited (the pidfd polls readable).
+fn wait_exit(pidfd: std::os::fd::BorrowedFd<'_>) {
+    let mut pfd = [nix::poll::PollFd::new(pidfd, nix::poll::PollFlags::POLLIN)];
+    while let Err(nix::errno::Errno::EINTR) = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::NONE) {}
+    let _ = pidfd.as_raw_fd();
+}
+
+/// The socket path of container dir `dir`.
+pub fn socket_path(dir: &Path) -> PathBuf {
+    dir.join(SOCKET)
+}

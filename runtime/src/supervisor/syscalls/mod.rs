@@ -1,0 +1,106 @@
+//! Emulation handlers, one file per syscall family (like gVisor's
+//! `pkg/sentry/syscalls/linux/sys_*.go`). Each handler decodes the
+//! arguments, copies what it needs from the caller's memory once, decides on
+//! that copy, acts, and returns a [`Reply`]. No handler answers CONTINUE
+//! after a decision that read caller memory: the kernel would read it again.
+
+mod net;
+mod open;
+mod sysinfo;
+mod uname;
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use super::Supervisor;
+use crate::sys;
+
+/// The notification being handled and where to answer it.
+pub struct Ctx<'a> {
+    /// Shared supervisor state (policy, audit).
+    pub sup: &'a Supervisor,
+    /// The listener the notification came from.
+    pub listener: BorrowedFd<'a>,
+    /// The notification (a kernel copy: safe to trust).
+    pub notif: &'a libc::seccomp_notif,
+}
+
+impl Ctx<'_> {
+    /// Host tid of the caller.
+    pub fn pid(&self) -> i32 {
+        self.notif.pid as i32
+    }
+    /// Raw argument register `i`.
+    pub fn arg(&self, i: usize) -> u64 {
+        self.notif.data.args[i]
+    }
+    /// Whether the caller is still waiting for this notification: checked
+    /// after reading its memory, so the memory read was the caller's.
+    pub fn still_valid(&self) -> bool {
+        sys::notif_id_valid(self.listener, self.notif.id)
+    }
+}
+
+/// A deferred handler that may block; run on its own thread.
+pub type Job = Box<dyn FnOnce(&Ctx<'_>) -> Outcome + Send>;
+
+/// The answer to a notification.
+pub enum Reply {
+    /// Success with this return value.
+    Value(i64),
+    /// Failure with this errno.
+    Errno(i32),
+    /// Let the kernel run the syscall (only when no decision read memory).
+    Continue,
+    /// Install this fd in the caller and return its number (ADDFD + SEND).
+    Fd {
+        /// Our copy of the object.
+        fd: OwnedFd,
+        /// O_CLOEXEC on the caller's fd.
+        cloexec: bool,
+    },
+    /// Finish on another thread: the work may block.
+    Blocking(Job),
+}
+
+/// A reply plus what the audit trail records about it.
+pub struct Outcome {
+    /// The answer.
+    pub reply: Reply,
+    /// `allow`, `deny`, `emulate`, `audit`.
+    pub action: &'static str,
+    /// Argument summary.
+    pub detail: String,
+    /// Whether to write an audit record.
+    pub record: bool,
+}
+
+impl Outcome {
+    /// An outcome that is recorded.
+    pub fn new(reply: Reply, action: &'static str, detail: String) -> Self {
+        Self {
+            reply,
+            action,
+            detail,
+            record: true,
+        }
+    }
+}
+
+/// Runs the handler for syscall `name`.
+pub fn dispatch(ctx: &Ctx<'_>, name: &str) -> Outcome {
+    match name {
+        "uname" => uname::uname(ctx),
+        "sysinfo" => sysinfo::sysinfo(ctx),
+        "open" | "openat" | "openat2" | "creat" => open::open(ctx, name),
+        "connect" => net::connect(ctx),
+        "sendto" => net::sendto(ctx),
+        "sendmsg" => net::sendmsg(ctx),
+        _ => Outcome::new(Reply::Errno(libc::ENOSYS), "deny", summary(name, ctx.notif)),
+    }
+}
+
+/// A short summary of the raw arguments, for records without a handler.
+pub fn summary(name: &str, n: &libc::seccomp_notif) -> String {
+    let a = n.data.args;
+    format!("{name}({:#x}, {:#x}, {:#x})", a[0], a[1], a[2])
+}

@@ -1,0 +1,44 @@
+//! uname(2): a virtual kernel identity, so the host's kernel version (which
+//! tells an attacker which exploits apply) and its hostname do not leak.
+
+use super::{Ctx, Outcome, Reply};
+use crate::sys;
+
+/// The release the container sees.
+pub const RELEASE: &str = "6.1.0-cordon";
+/// The version string the container sees.
+pub const VERSION: &str = "#1 SMP PREEMPT_DYNAMIC cordon";
+
+fn fill(field: &mut [libc::c_char; 65], s: &str) {
+    for (d, b) in field.iter_mut().zip(s.bytes().take(64)) {
+        *d = b as libc::c_char;
+    }
+}
+
+/// Every field is written by us: copying the host's struct would leak it.
+pub fn uname(ctx: &Ctx<'_>) -> Outcome {
+    // SAFETY-free: utsname is plain data; start from zeroes (NUL padding).
+    let mut u = utsname_zeroed();
+    fill(&mut u.sysname, "Linux");
+    fill(&mut u.nodename, &ctx.sup.hostname);
+    fill(&mut u.release, RELEASE);
+    fill(&mut u.version, VERSION);
+    fill(&mut u.machine, "x86_64");
+    fill(&mut u.domainname, "(none)");
+    let reply = match sys::write_mem(ctx.pid(), ctx.arg(0), sys::pod_bytes(&u)) {
+        Ok(()) => Reply::Value(0),
+        Err(_) => Reply::Errno(libc::EFAULT),
+    };
+    Outcome::new(reply, "emulate", format!("release {RELEASE}"))
+}
+
+fn utsname_zeroed() -> libc::utsname {
+    libc::utsname {
+        sysname: [0; 65],
+        nodename: [0; 65],
+        release: [0; 65],
+        version: [0; 65],
+        machine: [0; 65],
+        domainname: [0; 65],
+    }
+}

@@ -1,0 +1,304 @@
+//! Safe wrappers over the raw syscalls cordon needs that `nix` does not cover:
+//! seccomp filters and user notification (seccomp(2), seccomp_unotify(2)),
+//! pidfds (pidfd_open(2), pidfd_getfd(2), pidfd_send_signal(2)), cross-process
+//! memory reads (process_vm_readv(2)) and openat2(2). All `unsafe` of the
+//! crate lives here; each block names the invariant it relies on.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): wake the tracee on the
+/// supervisor's CPU. Missing from the `libc` crate.
+pub const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
+
+fn cvt(r: libc::c_long) -> io::Result<libc::c_long> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Sets `PR_SET_NO_NEW_PRIVS` on the calling thread (prctl(2)).
+pub fn set_no_new_privs() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only; no memory is passed.
+    cvt(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }.into()).map(drop)
+}
+
+/// Installs the BPF program `prog` with `flags` (seccomp(2)
+/// SECCOMP_SET_MODE_FILTER). With `SECCOMP_FILTER_FLAG_NEW_LISTENER` the
+/// result is the notification listener fd.
+pub fn seccomp_set_filter(prog: &[libc::sock_filter], flags: libc::c_ulong) -> io::Result<Option<OwnedFd>> {
+    let fprog = libc::sock_fprog {
+        len: u16::try_from(prog.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `fprog` points at `prog`, which outlives the call; the kernel
+    // copies the program before returning.
+    let r = cvt(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            flags,
+            &fprog as *const libc::sock_fprog,
+        )
+    })?;
+    if flags & libc::SECCOMP_FILTER_FLAG_NEW_LISTENER != 0 {
+        // SAFETY: with NEW_LISTENER the kernel returns a new fd we now own.
+        Ok(Some(unsafe { OwnedFd::from_raw_fd(r as RawFd) }))
+    } else {
+        Ok(None)
+    }
+}
+
+/// A zeroed `seccomp_notif`, ready for [`notif_recv`].
+pub fn empty_notif() -> libc::seccomp_notif {
+    // SAFETY: seccomp_notif is plain old data; all-zero is a valid value and
+    // is what SECCOMP_IOCTL_NOTIF_RECV requires on input.
+    unsafe { std::mem::zeroed() }
+}
+
+/// Receives one notification (SECCOMP_IOCTL_NOTIF_RECV). `notif` must be zeroed.
+pub fn notif_recv(listener: BorrowedFd<'_>, notif: &mut libc::seccomp_notif) -> io::Result<()> {
+    // SAFETY: `notif` is a valid, exclusive seccomp_notif the kernel fills.
+    cvt(unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_RECV, notif as *mut _) }.into()).map(drop)
+}
+
+/// Answers a notification (SECCOMP_IOCTL_NOTIF_SEND): `val` on success, or
+/// `-error` when `error` is non-zero, or CONTINUE when `cont` is set.
+pub fn notif_send(listener: BorrowedFd<'_>, id: u64, val: i64, error: i32, cont: bool) -> io::Result<()> {
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error: if error != 0 { -error } else { 0 },
+        flags: if cont {
+            libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32
+        } else {
+            0
+        },
+    };
+    // SAFETY: `resp` is a valid seccomp_notif_resp on our stack.
+    cvt(unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &mut resp as *mut _,
+        )
+    }
+    .into())
+    .map(drop)
+}
+
+/// Whether notification `id` is still pending (SECCOMP_IOCTL_NOTIF_ID_VALID):
+/// the tracee has not died or been interrupted since it was received. Checked
+/// after reading tracee memory so that a pid reused meanwhile is not trusted.
+pub fn notif_id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: the ioctl reads one u64 from the pointer.
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &mut id as *mut u64,
+        ) == 0
+    }
+}
+
+/// Installs `fd` into the tracee of notification `id` and, with `send`,
+/// answers the notification with the new fd number atomically
+/// (SECCOMP_IOCTL_NOTIF_ADDFD, SECCOMP_ADDFD_FLAG_SEND, Linux 5.14).
+/// `cloexec` sets O_CLOEXEC on the new fd. Returns the tracee's fd number.
+pub fn notif_addfd(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    cloexec: bool,
+    send: bool,
+) -> io::Result<i32> {
+    let mut addfd = libc::seccomp_notif_addfd {
+        id,
+        flags: if send { libc::SECCOMP_ADDFD_FLAG_SEND as u32 } else { 0 },
+        srcfd: fd.as_raw_fd() as u32,
+        newfd: 0,
+        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+    };
+    // SAFETY: `addfd` is a valid seccomp_notif_addfd on our stack.
+    cvt(unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+            &mut addfd as *mut _,
+        )
+    }
+    .into())
+    .map(|r| r as i32)
+}
+
+/// Asks the kernel to wake tracees synchronously on this CPU
+/// (SECCOMP_IOCTL_NOTIF_SET_FLAGS, Linux 6.6). Errors on older kernels.
+pub fn notif_set_sync_wakeup(listener: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: the ioctl takes the flags by value.
+    cvt(unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+        )
+    }
+    .into())
+    .map(drop)
+}
+
+/// A pidfd for `pid` (pidfd_open(2), Linux 5.3).
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: integer arguments only.
+    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) })?;
+    // SAFETY: on success the kernel returns a new fd we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A copy of fd `target_fd` of the process behind `pidfd` (pidfd_getfd(2),
+/// Linux 5.6): the same open file description, so acting on it acts on the
+/// tracee's object, not on memory the tracee can change.
+pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, target_fd: i32) -> io::Result<OwnedFd> {
+    // SAFETY: integer arguments only.
+    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target_fd, 0) })?;
+    // SAFETY: on success the kernel returns a new fd we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Sends `sig` to the process behind `pidfd` (pidfd_send_signal(2)).
+pub fn pidfd_send_signal(pidfd: BorrowedFd<'_>, sig: i32) -> io::Result<()> {
+    // SAFETY: integer arguments and a null siginfo.
+    cvt(unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    })
+    .map(drop)
+}
+
+/// Reads `buf.len()` bytes at `addr` in process `pid` (process_vm_readv(2)).
+/// Returns how many bytes were read (short at an unmapped page).
+pub fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` describes `buf`, which we own exclusively for the call;
+    // the remote iovec is only interpreted in the other process.
+    let r = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    cvt(r as libc::c_long).map(|n| n as usize)
+}
+
+/// Writes `data` at `addr` in process `pid` (process_vm_writev(2)).
+pub fn write_mem(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
+    let local = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: `local` describes `data`, only read by the kernel.
+    let r = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    match cvt(r as libc::c_long)? as usize {
+        n if n == data.len() => Ok(()),
+        _ => Err(io::Error::from_raw_os_error(libc::EFAULT)),
+    }
+}
+
+/// openat2(2) (Linux 5.6) of `path` relative to `dirfd`.
+pub fn openat2(dirfd: BorrowedFd<'_>, path: &CStr, flags: u64, mode: u64, resolve: u64) -> io::Result<OwnedFd> {
+    // SAFETY: open_how is plain old data; zero is valid for every field.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags;
+    how.mode = mode;
+    how.resolve = resolve;
+    // SAFETY: `path` is NUL-terminated and `how` is a valid open_how; both
+    // outlive the call.
+    let fd = cvt(unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd.as_raw_fd(),
+            path.as_ptr(),
+            &mut how as *mut libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    })?;
+    // SAFETY: on success the kernel returns a new fd we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Reads a NUL-terminated string of at most `max` bytes at `addr` in `pid`,
+/// a page at a time so a string near the end of a mapping is still read.
+pub fn read_cstring(pid: i32, addr: u64, max: usize) -> io::Result<Vec<u8>> {
+    if addr == 0 {
+        return Err(io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    let mut out = Vec::with_capacity(256);
+    let mut at = addr;
+    let mut chunk = [0u8; 4096];
+    while out.len() < max {
+        let to_page_end = 4096 - (at % 4096) as usize;
+        let want = to_page_end.min(max - out.len());
+        let n = read_mem(pid, at, &mut chunk[..want])?;
+        if n == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EFAULT));
+        }
+        if let Some(end) = chunk[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&chunk[..end]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&chunk[..n]);
+        at += n as u64;
+    }
+    Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG))
+}
+
+/// Reads a plain-old-data value of type `T` at `addr` in `pid`.
+///
+/// `T` must be valid for any bit pattern (a `libc` C struct of integers).
+pub fn read_pod<T: Copy + Default>(pid: i32, addr: u64) -> io::Result<T> {
+    let mut v = T::default();
+    // SAFETY: `v` is an initialised T; we view its bytes for the duration of
+    // the read. Callers only use integer-only C structs, valid for any bytes.
+    let bytes = unsafe { std::slice::from_raw_parts_mut((&mut v as *mut T).cast::<u8>(), std::mem::size_of::<T>()) };
+    if read_mem(pid, addr, bytes)? != bytes.len() {
+        return Err(io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    Ok(v)
+}
+
+/// The bytes of a plain-old-data value (for writing `T` into a tracee).
+pub fn pod_bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: any initialised `T: Copy` may be viewed as bytes for reading;
+    // the slice borrows `v` so it cannot outlive it.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// `sysinfo(2)` of the calling process's view of the host.
+pub fn sysinfo() -> io::Result<libc::sysinfo> {
+    // SAFETY: sysinfo is plain old data; the kernel fills all of it.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: `si` is a valid, exclusive sysinfo struct.
+    cvt(unsafe { libc::sysinfo(&mut si) }.into())?;
+    Ok(si)
+}
+
+/// `close_range(first, ~0, 0)`: closes every fd from `first` up.
+pub fn close_fds_from(first: u32) -> io::Result<()> {
+    // SAFETY: integer arguments only. Callers run this only where no other
+    // code holds the fds being closed (right after fork, before exec).
+    cvt(unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) }).map(drop)
+}
