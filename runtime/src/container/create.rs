@@ -166,6 +166,11 @@ impl Runtime {
             .build()
             .map_err(lib(format!("create {:?}", opts.id)))?;
         drop(sock);
+        if new_netns(&spec) {
+            if let Some(pid) = container.pid() {
+                loopback_up(pid.as_raw()).map_err(io("bring up lo in the container's network namespace"))?;
+            }
+        }
         Ok(container)
     }
 
@@ -275,6 +280,31 @@ impl Runtime {
         drop(sock);
         Ok(pid)
     }
+}
+
+/// Whether the spec asks for a new network namespace (no path to join).
+fn new_netns(spec: &Spec) -> bool {
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .map(|ns| {
+            ns.iter()
+                .any(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none())
+        })
+        .unwrap_or(false)
+}
+
+/// Sets `lo` up in the network namespace of `pid`, as runc does for a new
+/// network namespace (its "loopback" strategy). Runs in a short-lived
+/// thread that joins the namespace, so the runtime's own stays untouched.
+fn loopback_up(pid: i32) -> std::io::Result<()> {
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
+    std::thread::spawn(move || -> std::io::Result<()> {
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
+        crate::sys::set_link_up("lo")
+    })
+    .join()
+    .map_err(|_| std::io::Error::other("loopback thread panicked"))?
 }
 
 /// Starts `cordon supervise` for container `id` and waits until it listens.

@@ -302,3 +302,29 @@ pub fn close_fds_from(first: u32) -> io::Result<()> {
     // code holds the fds being closed (right after fork, before exec).
     cvt(unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) }).map(drop)
 }
+
+/// Sets network interface `name` up (SIOCGIFFLAGS/SIOCSIFFLAGS, netdevice(7))
+/// in the calling thread's network namespace.
+pub fn set_link_up(name: &str) -> io::Result<()> {
+    // SAFETY: socket(2) with constant arguments.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd returned by the kernel, owned by us.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ifreq is plain old data; zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    if name.len() >= req.ifr_name.len() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    for (d, b) in req.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = b as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq the kernel reads and writes.
+    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) }.into())?;
+    // SAFETY: the union member ifru_flags is the one SIOCGIFFLAGS filled.
+    unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: as above.
+    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &mut req) }.into()).map(drop)
+}

@@ -1,0 +1,48 @@
+# cordon: build, bundles, tests, demo. Needs root for containers.
+CARGO ?= cargo
+PREFIX ?= /usr/local
+CORDON := target/debug/cordon
+PROBES := target/probes
+
+.PHONY: all build release bundles probes test test-unit test-integration demo install fmt lint clean-bundles
+
+all: build
+
+build:
+	$(CARGO) build --workspace --all-targets
+
+release:
+	$(CARGO) build --release -p cordon
+
+probes:
+	bash tests/probes/build.sh $(PROBES)
+
+# Real OCI bundles, built (not committed): busybox, and Debian with python3.
+bundles: build probes
+	PROBES_DIR=$(PROBES) bash bundles/busybox.sh bundles/busybox $(CORDON)
+	PROBES_DIR=$(PROBES) bash bundles/python.sh bundles/python $(CORDON)
+
+test-unit:
+	$(CARGO) test -p cordon
+
+test-integration: bundles
+	$(CARGO) test -p cordon-tests -- --test-threads=2
+
+test: build lint test-unit test-integration
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The main job: a real container under the supervisor, and what it intercepted.
+demo: bundles
+	bash demo/run.sh
+
+install: release
+	install -D -m 0755 target/release/cordon $(DESTDIR)$(PREFIX)/bin/cordon
+
+fmt:
+	$(CARGO) fmt --all
+
+clean-bundles:
+	rm -rf bundles/busybox bundles/python
