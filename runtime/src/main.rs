@@ -22,7 +22,7 @@ fn main() {
     match cli::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            let msg = format!("{e:#}");
+            let msg = cordon::container::chain(e.as_ref());
             cli::logging::final_error(&msg);
             eprintln!("cordon: {msg}");
             std::process::exit(1);

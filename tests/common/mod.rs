@@ -34,7 +34,10 @@ pub fn busybox_bundle() -> PathBuf {
 /// The shared python bundle built by `make bundles`.
 pub fn python_bundle() -> PathBuf {
     let b = repo().join("bundles/python");
-    assert!(b.join("rootfs/usr/bin/python3").exists(), "bundles/python is missing: run `make bundles`");
+    assert!(
+        b.join("rootfs/usr/bin/python3").exists(),
+        "bundles/python is missing: run `make bundles`"
+    );
     b
 }
 
@@ -42,7 +45,11 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A unique name for this test process: `<prefix>-<pid>-<n>`.
 pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst))
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 /// A temporary directory removed on drop.
@@ -94,13 +101,20 @@ impl Env {
         let mut config: serde_json::Value = serde_json::from_str(&text).unwrap();
         config["root"]["path"] = src.join("rootfs").to_string_lossy().into_owned().into();
         config["process"]["args"] = args.iter().map(|s| s.to_string()).collect::<Vec<_>>().into();
-        Env { root: TempDir::new("root"), bundle: TempDir::new("bundle"), config }
+        Env {
+            root: TempDir::new("root"),
+            bundle: TempDir::new("bundle"),
+            config,
+        }
     }
 
     /// Writes config.json (call after editing `config`).
     pub fn write(&self) {
-        std::fs::write(self.bundle.path().join("config.json"), serde_json::to_vec_pretty(&self.config).unwrap())
-            .unwrap();
+        std::fs::write(
+            self.bundle.path().join("config.json"),
+            serde_json::to_vec_pretty(&self.config).unwrap(),
+        )
+        .unwrap();
     }
 
     /// Sets an annotation.
@@ -111,11 +125,16 @@ impl Env {
         self.config["annotations"][key] = value.into();
     }
 
-    /// `cordon --root <root> <args>`, with stdin closed.
+    /// `cordon --root <root> <args>`, with stdin closed. Output goes through
+    /// files, not pipes: a created container inherits cordon's stdio (as with
+    /// runc), and would hold a pipe open for as long as it lives.
     pub fn cordon(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new(cordon_bin());
-        cmd.arg("--root").arg(self.root.path()).args(args).stdin(Stdio::null());
-        cmd.output().expect("run cordon")
+        run_captured(
+            Command::new(cordon_bin())
+                .arg("--root")
+                .arg(self.root.path())
+                .args(args),
+        )
     }
 
     /// Writes config.json and runs `cordon run -b <bundle> <id>`.
@@ -160,6 +179,24 @@ impl Drop for Env {
     }
 }
 
+/// Runs `cmd` with stdin closed and stdout/stderr captured through files;
+/// returns once the command (not the processes it leaves behind) exits.
+pub fn run_captured(cmd: &mut Command) -> Output {
+    let dir = TempDir::new("out");
+    let (o, e) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&o).unwrap())
+        .stderr(std::fs::File::create(&e).unwrap())
+        .status()
+        .expect("run command");
+    Output {
+        status,
+        stdout: std::fs::read(&o).unwrap(),
+        stderr: std::fs::read(&e).unwrap(),
+    }
+}
+
 /// stdout as a String.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -173,7 +210,13 @@ pub fn stderr(o: &Output) -> String {
 /// Asserts success and returns stdout.
 #[track_caller]
 pub fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "exit {:?}\nstdout: {}\nstderr: {}", o.status.code(), stdout(o), stderr(o));
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
     stdout(o)
 }
 

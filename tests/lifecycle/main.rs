@@ -1,1 +1,1551 @@
-//! placeholder
+//! Lifecycle suite: the runc-compatible commands (create, start, state,
+//! kill, delete, run, exec, ps, list, pause, resume, update, spec) driven
+//! through the real `cordon` binary against the busybox bundle, asserting
+//! what a user sees: exit codes, output, state JSON, cgroup files, and that
+//! nothing is left behind.
+//!
+//! Needs root and a real kernel. Every test has its own [`Env`] (private
+//! state root) and unique container ids, so tests run in parallel.
+//!
+//! Notes on kernel semantics the tests rely on:
+//! - A pid namespace's init only receives signals it has a handler for,
+//!   except SIGKILL/SIGSTOP sent from an ancestor namespace. So "killed by
+//!   signal N" is observed either without a pid namespace (`probe
+//!   kill-self`) or by `cordon kill ID KILL` from the host; and the default
+//!   SIGTERM of `cordon kill` is observed on an init that traps it.
+//! - A container whose stdio is the runtime's (create, exec -d, run -d)
+//!   keeps the runtime's stdout/stderr open, so those commands are run with
+//!   stdio in files ([`Logged`]) rather than pipes.
+//! - As with runc, `--console-socket` goes with a detached process (`run
+//!   -d`, `exec -d -t`, `create`): a foreground `run`/`exec` keeps its own
+//!   stdio, and libcontainer refuses a console socket there.
+
+use std::fs;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cordon_tests::{busybox_bundle, cgroup_leaked, cordon_bin, ok, stderr, stdout, unique, Env, TempDir};
+use serde_json::{json, Value};
+
+/// Longest any single wait in this suite may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------
+
+/// Polls `f` every 20 ms until it returns `Ok`, or panics after [`TIMEOUT`]
+/// naming `what` and the last `Err` (the last observation).
+#[track_caller]
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(last) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "timed out after {TIMEOUT:?} waiting for {what}; last: {last}"
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The status field of `cordon state ID`.
+#[track_caller]
+fn status(env: &Env, id: &str) -> String {
+    env.state(id)["status"]
+        .as_str()
+        .expect("state has a status string")
+        .to_string()
+}
+
+/// Waits until `cordon state ID` reports `want`.
+#[track_caller]
+fn wait_status(env: &Env, id: &str, want: &str) {
+    wait_for(&format!("{id} to be {want}"), || {
+        let out = env.cordon(&["state", id]);
+        if !out.status.success() {
+            return Err(format!("state failed: {}", stderr(&out)));
+        }
+        let s: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+        if s["status"] == want {
+            Ok(())
+        } else {
+            Err(format!("status {}", s["status"]))
+        }
+    })
+}
+
+/// The init's host pid from `cordon state ID`.
+#[track_caller]
+fn state_pid(env: &Env, id: &str) -> i32 {
+    env.state(id)["pid"].as_i64().expect("state has a numeric pid") as i32
+}
+
+/// stdout/stderr of a cordon command kept in files: the container may
+/// inherit them and outlive the command.
+struct Logged {
+    dir: TempDir,
+}
+
+impl Logged {
+    fn new() -> Self {
+        Logged {
+            dir: TempDir::new("logged"),
+        }
+    }
+    fn files(&self) -> (fs::File, fs::File) {
+        (
+            fs::File::create(self.dir.path().join("stdout")).unwrap(),
+            fs::File::create(self.dir.path().join("stderr")).unwrap(),
+        )
+    }
+    fn stdout(&self) -> String {
+        fs::read_to_string(self.dir.path().join("stdout")).unwrap_or_default()
+    }
+    fn stderr(&self) -> String {
+        fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default()
+    }
+}
+
+/// `cordon --root <root> <args>` with stdin closed and stdout/stderr in
+/// files; returns once the command (not the container) exits.
+fn cordon_logged(env: &Env, args: &[&str]) -> (ExitStatus, Logged) {
+    let (child, log) = spawn_cordon(env, args);
+    let st = wait_child(child, "cordon", args);
+    (st, log)
+}
+
+/// Starts `cordon --root <root> <args>` in the background (stdio in files).
+fn spawn_cordon(env: &Env, args: &[&str]) -> (Child, Logged) {
+    let log = Logged::new();
+    let (o, e) = log.files();
+    let child = Command::new(cordon_bin())
+        .arg("--root")
+        .arg(env.root.path())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(o)
+        .stderr(e)
+        .spawn()
+        .expect("spawn cordon");
+    (child, log)
+}
+
+/// Waits (at most [`TIMEOUT`]) for `child`; kills it and panics on timeout.
+#[track_caller]
+fn wait_child(mut child: Child, what: &str, args: &[&str]) -> ExitStatus {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} {args:?} did not exit within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The bundle path of `env` as a string.
+fn bundle(env: &Env) -> String {
+    env.bundle.path().to_string_lossy().into_owned()
+}
+
+/// Writes config.json and `cordon create`s `id` (stdio in files); asserts
+/// success. The returned log holds the container's stdout/stderr.
+#[track_caller]
+fn create(env: &Env, id: &str) -> Logged {
+    env.write();
+    let b = bundle(env);
+    let (st, log) = cordon_logged(env, &["create", "-b", &b, id]);
+    assert!(st.success(), "create {id}: {st}\nstderr: {}", log.stderr());
+    log
+}
+
+/// create + start; waits for "running". Returns the container's log.
+#[track_caller]
+fn start_running(env: &Env, id: &str) -> Logged {
+    let log = create(env, id);
+    ok(&env.cordon(&["start", id]));
+    wait_status(env, id, "running");
+    log
+}
+
+/// create + start of a short-lived process (it may already have exited).
+#[track_caller]
+fn start_running_or_stopped(env: &Env, id: &str) -> Logged {
+    let log = create(env, id);
+    ok(&env.cordon(&["start", id]));
+    log
+}
+
+/// `cordon` with `input` on stdin.
+fn cordon_stdin(env: &Env, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(cordon_bin())
+        .arg("--root")
+        .arg(env.root.path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cordon");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `cordon run` of `env` as `id`, asserting success; returns stdout.
+#[track_caller]
+fn run_ok(env: &Env, id: &str) -> String {
+    ok(&env.run(id))
+}
+
+/// Asserts a failed command printed exactly one non-empty line on stderr
+/// that contains every one of `needles`; returns that line.
+#[track_caller]
+fn assert_fails(out: &Output, needles: &[&str]) -> String {
+    assert!(
+        !out.status.success(),
+        "expected failure, got success\nstdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected ONE line on stderr, got {}:\n{err}",
+        lines.len()
+    );
+    for n in needles {
+        assert!(lines[0].contains(n), "stderr does not mention {n:?}: {}", lines[0]);
+    }
+    lines[0].to_string()
+}
+
+/// Pids of processes whose command line has `id` as an argument (a
+/// leftover supervisor or container process).
+fn processes_mentioning(id: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmd) = fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmd.split(|&b| b == 0).any(|a| a == id.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Whether host pid `pid` is a live (not zombie) process.
+fn alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            let state = s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
+            state != Some('Z') && state != Some('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Asserts nothing of container `id` is left: `list -q` is empty, no state
+/// directory, no cgroup, no process naming it.
+#[track_caller]
+fn assert_clean(env: &Env, id: &str) {
+    let list = ok(&env.cordon(&["list", "-q"]));
+    assert!(list.trim().is_empty(), "list -q is not empty: {list:?}");
+    assert!(
+        !env.root.path().join(id).exists(),
+        "state directory of {id} left behind"
+    );
+    assert!(
+        !env.root.path().join(".cordon").join(id).exists(),
+        "cordon directory of {id} left behind"
+    );
+    assert!(!cgroup_leaked(id), "cgroup of {id} left behind");
+    // A supervisor killed by delete may take a moment to be gone.
+    wait_for(&format!("no process mentioning {id}"), || {
+        let p = processes_mentioning(id);
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("pids {p:?}"))
+        }
+    });
+}
+
+/// A cgroup file of container `id` under the default cgroupsPath
+/// `/cordon/<id>`: the v1 controller's file, else the unified v2 file.
+fn cgroup_read(id: &str, controller: &str, v1_file: &str, v2_file: &str) -> Option<String> {
+    let v1 = PathBuf::from(format!("/sys/fs/cgroup/{controller}/cordon/{id}/{v1_file}"));
+    if let Ok(s) = fs::read_to_string(&v1) {
+        return Some(s.trim().to_string());
+    }
+    for base in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+        if let Ok(s) = fs::read_to_string(format!("{base}/cordon/{id}/{v2_file}")) {
+            return Some(s.trim().to_string());
+        }
+    }
+    None
+}
+
+/// `ps --format json ID` as a list of host pids.
+#[track_caller]
+fn ps_pids(env: &Env, id: &str) -> Vec<i32> {
+    let out = ok(&env.cordon(&["ps", "--format", "json", id]));
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("ps json {out:?}: {e}"))
+}
+
+/// Capability numbers (linux/capability.h).
+const CAPS: &[&str] = &[
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+];
+
+/// The CapEff mask a list of `CAP_*` names gives.
+fn cap_mask(names: &Value) -> u64 {
+    names
+        .as_array()
+        .expect("capability list")
+        .iter()
+        .map(|n| {
+            let n = n.as_str().unwrap();
+            let bare = n.strip_prefix("CAP_").unwrap_or(n);
+            let bit = CAPS
+                .iter()
+                .position(|c| *c == bare)
+                .unwrap_or_else(|| panic!("unknown capability {n}"));
+            1u64 << bit
+        })
+        .fold(0, |a, b| a | b)
+}
+
+/// Sets every capability set of the process to `names`.
+fn set_caps(env: &mut Env, names: &[&str]) {
+    let list: Vec<Value> = names.iter().map(|n| json!(n)).collect();
+    for set in ["bounding", "effective", "inheritable", "permitted", "ambient"] {
+        env.config["process"]["capabilities"][set] = json!(list);
+    }
+}
+
+/// Adds a mount to the config.
+fn add_mount(env: &mut Env, m: Value) {
+    env.config["mounts"].as_array_mut().expect("mounts").push(m);
+}
+
+// --- console socket ---------------------------------------------------------
+
+/// A console socket (runc's `--console-socket` protocol): a listener that
+/// accepts one connection, receives the pty master by SCM_RIGHTS and reads
+/// everything the container writes to its terminal until it hangs up.
+struct Console {
+    _dir: TempDir,
+    path: PathBuf,
+    reader: JoinHandle<Result<String, String>>,
+}
+
+impl Console {
+    fn new() -> Self {
+        let dir = TempDir::new("console");
+        let path = dir.path().join("console.sock");
+        let listener = UnixListener::bind(&path).expect("bind console socket");
+        listener.set_nonblocking(true).unwrap();
+        let reader = std::thread::spawn(move || console_read(listener));
+        Console {
+            _dir: dir,
+            path,
+            reader,
+        }
+    }
+
+    fn path(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+
+    /// What the terminal showed (waits for the hangup, at most [`TIMEOUT`]).
+    #[track_caller]
+    fn output(self) -> String {
+        match self.reader.join().expect("console reader panicked") {
+            Ok(s) => s,
+            Err(e) => panic!("console socket: {e}"),
+        }
+    }
+}
+
+fn console_read(listener: UnixListener) -> Result<String, String> {
+    let deadline = Instant::now() + TIMEOUT;
+    let stream = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    return Err("no connection on the console socket".into());
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(format!("accept: {e}")),
+        }
+    };
+    stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    let master = recv_fd(&stream)?;
+    read_until_hangup(&master, deadline)
+}
+
+/// Receives one fd passed with SCM_RIGHTS on `sock`.
+fn recv_fd(sock: &UnixStream) -> Result<OwnedFd, String> {
+    let mut data = [0u8; 4096];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // u64 elements keep the control buffer aligned for cmsghdr.
+    let mut control = [0u64; 32];
+    // SAFETY: msghdr is plain old data; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: `msg` points to live buffers of the sizes it states.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(format!("recvmsg: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: `msg` was filled by recvmsg; the CMSG_* macros walk its
+    // control buffer within msg_controllen.
+    let mut c = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    while !c.is_null() {
+        // SAFETY: `c` is a non-null header inside the control buffer.
+        let h = unsafe { &*c };
+        if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_RIGHTS {
+            let mut fd: libc::c_int = -1;
+            // SAFETY: an SCM_RIGHTS message carries at least one int; the
+            // data may be unaligned, hence the byte copy.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    libc::CMSG_DATA(c),
+                    (&mut fd as *mut libc::c_int).cast::<u8>(),
+                    std::mem::size_of::<libc::c_int>(),
+                )
+            };
+            // SAFETY: the kernel just installed `fd` in this process for us.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        // SAFETY: as for CMSG_FIRSTHDR.
+        c = unsafe { libc::CMSG_NXTHDR(&msg, c) };
+    }
+    Err(format!("no SCM_RIGHTS fd in the message ({n} bytes of data)"))
+}
+
+/// Reads the pty master until every slave fd is closed (EIO) or EOF.
+fn read_until_hangup(master: &OwnedFd, deadline: Instant) -> Result<String, String> {
+    let mut out = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "terminal still open after {TIMEOUT:?}; read so far: {:?}",
+                String::from_utf8_lossy(&out)
+            ));
+        }
+        let mut pfd = libc::pollfd {
+            fd: master.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1000) as i32) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(format!("poll: {e}"));
+        }
+        if r == 0 {
+            continue;
+        }
+        let mut buf = [0u8; 4096];
+        // SAFETY: reads into a local buffer of the given size.
+        let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            out.extend_from_slice(&buf[..n as usize]);
+        } else if n == 0 {
+            break;
+        } else {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EIO) => break,
+                Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
+                _ => return Err(format!("read pty master: {e}")),
+            }
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+// ---------------------------------------------------------------------------
+// run: exit status, stdio, process settings
+// ---------------------------------------------------------------------------
+
+#[test]
+fn run_returns_the_exit_code() {
+    for code in ["7", "0", "1"] {
+        let env = Env::busybox(&["probe", "exit", code]);
+        let id = unique("exit");
+        let out = env.run(&id);
+        assert_eq!(
+            out.status.code(),
+            Some(code.parse().unwrap()),
+            "stderr: {}",
+            stderr(&out)
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+/// `run` of `probe kill-self SIG` without a pid namespace (a pid
+/// namespace's init ignores signals it has no handler for, even its own).
+fn run_kill_self(sig: &str) -> (Env, String, Output) {
+    let mut env = Env::busybox(&["probe", "kill-self", sig]);
+    env.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| n["type"] != "pid");
+    let id = unique("sig");
+    let out = env.run(&id);
+    (env, id, out)
+}
+
+#[test]
+fn run_killed_by_sigkill_returns_137() {
+    let (env, id, out) = run_kill_self("9");
+    assert_eq!(
+        out.status.code(),
+        Some(137),
+        "stdout {} stderr {}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_clean(&env, &id);
+}
+
+/// SIGTERM, unlike SIGKILL, can be blocked: this also fails if the
+/// container inherits a blocked signal mask from `run`.
+#[test]
+fn run_killed_by_sigterm_returns_143() {
+    let (env, id, out) = run_kill_self("TERM");
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "stdout {} stderr {}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn run_killed_from_the_host_returns_137() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("hostkill");
+    env.write();
+    let b = bundle(&env);
+    let (child, log) = spawn_cordon(&env, &["run", "-b", &b, &id]);
+    wait_status(&env, &id, "running");
+    ok(&env.cordon(&["kill", &id, "9"]));
+    let st = wait_child(child, "run", &[&id]);
+    assert_eq!(st.code(), Some(137), "run after kill 9: {st}; stderr: {}", log.stderr());
+    assert_clean(&env, &id);
+}
+
+/// `cordon kill` saves the container's state while `run`, woken by the
+/// init's death, loads it to delete the container: `run` must still clean
+/// up (the kill and the delete race; repeated to make the race likely).
+#[test]
+fn run_cleans_up_after_a_concurrent_kill() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    env.write();
+    let b = bundle(&env);
+    // The race window is small: up to 40 rounds within 6 s.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut rounds = 0;
+    while rounds < 40 && Instant::now() < deadline {
+        rounds += 1;
+        let id = unique("killrace");
+        let (child, log) = spawn_cordon(&env, &["run", "-b", &b, &id]);
+        wait_status(&env, &id, "running");
+        ok(&env.cordon(&["kill", &id, "KILL"]));
+        let st = wait_child(child, "run", &[&id]);
+        assert_eq!(
+            st.code(),
+            Some(137),
+            "round {rounds}: run after kill: {st}; stderr: {}",
+            log.stderr()
+        );
+        let left = ok(&env.cordon(&["list", "-q"]));
+        assert!(
+            left.trim().is_empty(),
+            "round {rounds}: run exited but left {left:?} behind; its stderr: {:?}",
+            log.stderr()
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+#[test]
+fn stdout_and_stderr_pass_through() {
+    let env = Env::busybox(&["sh", "-c", "echo to-out; echo to-err >&2; echo more-out"]);
+    let id = unique("stdio");
+    let out = env.run(&id);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "to-out\nmore-out\n");
+    assert_eq!(stderr(&out), "to-err\n");
+}
+
+#[test]
+fn args_are_passed_verbatim() {
+    let env = Env::busybox(&["sh", "-c", "printf '[%s]' \"$@\"", "sh", "a b", "", "c*", "$HOME"]);
+    let id = unique("args");
+    assert_eq!(run_ok(&env, &id), "[a b][][c*][$HOME]");
+}
+
+#[test]
+fn env_comes_from_process_env() {
+    let mut env = Env::busybox(&["sh", "-c", "echo \"$FOO|$EMPTY|$PATH\"; env | grep -c ^FOO="]);
+    env.config["process"]["env"] = json!(["PATH=/bin:/usr/local/bin", "FOO=bar baz=qux", "EMPTY="]);
+    let id = unique("env");
+    assert_eq!(run_ok(&env, &id), "bar baz=qux||/bin:/usr/local/bin\n1\n");
+}
+
+#[test]
+fn cwd_comes_from_process_cwd() {
+    let mut env = Env::busybox(&["pwd"]);
+    env.config["process"]["cwd"] = json!("/usr/local/bin");
+    let id = unique("cwd");
+    assert_eq!(run_ok(&env, &id), "/usr/local/bin\n");
+}
+
+#[test]
+fn user_uid_gid_and_additional_groups() {
+    let mut env = Env::busybox(&["sh", "-c", "id -u; id -g; id -G"]);
+    env.config["process"]["user"] = json!({"uid": 1000, "gid": 1000, "additionalGids": [2000]});
+    let id = unique("user");
+    let out = run_ok(&env, &id);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out:?}");
+    assert_eq!(lines[0], "1000", "uid: {out:?}");
+    assert_eq!(lines[1], "1000", "gid: {out:?}");
+    let mut groups: Vec<&str> = lines[2].split_whitespace().collect();
+    groups.sort();
+    assert_eq!(groups, ["1000", "2000"], "groups: {out:?}");
+}
+
+#[test]
+fn hostname_comes_from_the_spec() {
+    let mut env = Env::busybox(&["hostname"]);
+    let name = unique("host");
+    env.config["hostname"] = json!(name);
+    let id = unique("hostname");
+    assert_eq!(run_ok(&env, &id), format!("{name}\n"));
+}
+
+#[test]
+fn init_is_pid_1() {
+    let env = Env::busybox(&["sh", "-c", "echo $$"]);
+    let id = unique("pid1");
+    assert_eq!(run_ok(&env, &id), "1\n");
+}
+
+/// The SigBlk and SigIgn masks a container process reports, from
+/// `grep Sig(Blk|Ign) /proc/self/status` output.
+#[track_caller]
+fn signal_masks(out: &str) -> (String, String) {
+    let get = |k: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no {k} in {out:?}"))
+    };
+    (get("SigBlk:"), get("SigIgn:"))
+}
+
+const NO_SIGNALS: &str = "0000000000000000";
+
+/// The SigIgn mask a plain child of this test process gets: signals the
+/// environment already ignores (e.g. glibc's internal 32 and 33) stay
+/// ignored across fork and exec; a runtime must not add to them.
+fn host_sigign() -> String {
+    let out = Command::new("grep")
+        .args(["-E", "^Sig(Blk|Ign):", "/proc/self/status"])
+        .output()
+        .unwrap();
+    signal_masks(&stdout(&out)).1
+}
+
+/// Asserts a container process's masks: nothing blocked, nothing ignored
+/// beyond what the environment ignores (SIGPIPE is bit 0x1000).
+#[track_caller]
+fn assert_default_signal_state(what: &str, out: &str) {
+    let (blk, ign) = signal_masks(out);
+    assert_eq!(blk, NO_SIGNALS, "{what}: blocked signals (SigBlk)");
+    assert_eq!(
+        ign,
+        host_sigign(),
+        "{what}: ignored signals (SigIgn) differ from a plain host child's"
+    );
+}
+
+/// `run`'s foreground wait must not leak its blocked signal mask, nor the
+/// Rust runtime's ignored SIGPIPE, into the container: a process starts
+/// with every signal unblocked and at its default disposition.
+#[test]
+fn run_process_starts_with_default_signal_state() {
+    let env = Env::busybox(&["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"]);
+    let id = unique("sigrun");
+    assert_default_signal_state("run", &run_ok(&env, &id));
+}
+
+#[test]
+fn created_process_starts_with_default_signal_state() {
+    let env = Env::busybox(&["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"]);
+    let id = unique("sigcreate");
+    let log = start_running_or_stopped(&env, &id);
+    wait_status(&env, &id, "stopped");
+    assert_default_signal_state("create+start", &log.stdout());
+}
+
+#[test]
+fn exec_process_starts_with_default_signal_state() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("sigexec");
+    start_running(&env, &id);
+    let out = ok(&env.cordon(&["exec", &id, "grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"]));
+    assert_default_signal_state("exec", &out);
+}
+
+// ---------------------------------------------------------------------------
+// filesystem
+// ---------------------------------------------------------------------------
+
+#[test]
+fn readonly_rootfs_rejects_writes() {
+    let env = Env::busybox(&["probe", "write", "/x", "y"]);
+    assert_eq!(
+        env.config["root"]["readonly"], true,
+        "the busybox bundle has a read-only rootfs"
+    );
+    let id = unique("rofs");
+    assert_eq!(run_ok(&env, &id).trim(), "err EROFS");
+    assert!(
+        !busybox_bundle().join("rootfs/x").exists(),
+        "the write reached the host rootfs"
+    );
+}
+
+#[test]
+fn tmpfs_mount_is_writable() {
+    let mut env = Env::busybox(&[
+        "sh",
+        "-c",
+        "probe write /mnt/t/f hello && cat /mnt/t/f && echo && grep ' /mnt/t ' /proc/self/mounts | cut -d' ' -f3",
+    ]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/t", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=1m"]}),
+    );
+    let id = unique("tmpfs");
+    assert_eq!(run_ok(&env, &id), "ok 5\nhello\ntmpfs\n");
+}
+
+#[test]
+fn bind_mount_shows_host_files_and_takes_writes() {
+    let host = TempDir::new("bind");
+    fs::write(host.path().join("from-host"), "host-data").unwrap();
+    let mut env = Env::busybox(&[
+        "sh",
+        "-c",
+        "cat /mnt/host/from-host; echo; probe write /mnt/host/from-ctr ctr-data",
+    ]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/host", "type": "bind", "source": host.path(), "options": ["rbind", "rw"]}),
+    );
+    let id = unique("bind");
+    assert_eq!(run_ok(&env, &id), "host-data\nok 8\n");
+    assert_eq!(fs::read_to_string(host.path().join("from-ctr")).unwrap(), "ctr-data");
+}
+
+#[test]
+fn readonly_bind_mount_is_not_writable() {
+    let host = TempDir::new("robind");
+    fs::write(host.path().join("from-host"), "host-data").unwrap();
+    let mut env = Env::busybox(&["sh", "-c", "cat /mnt/ro/from-host; echo; probe write /mnt/ro/new x"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/ro", "type": "bind", "source": host.path(), "options": ["rbind", "ro"]}),
+    );
+    let id = unique("robind");
+    assert_eq!(run_ok(&env, &id), "host-data\nerr EROFS\n");
+    assert!(
+        !host.path().join("new").exists(),
+        "the write reached the host through a read-only bind"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// rlimits and capabilities
+// ---------------------------------------------------------------------------
+
+#[test]
+fn rlimit_nofile_is_applied() {
+    let mut env = Env::busybox(&["sh", "-c", "ulimit -n; ulimit -Hn"]);
+    env.config["process"]["rlimits"] = json!([{"type": "RLIMIT_NOFILE", "soft": 512, "hard": 512}]);
+    let id = unique("rlimit");
+    assert_eq!(run_ok(&env, &id), "512\n512\n");
+}
+
+#[test]
+fn rlimit_above_host_hard_limit_fails_cleanly() {
+    // SAFETY: getrlimit fills a local struct.
+    let mut host: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut host) }, 0);
+    let want: u64 = if host.rlim_max < 1_048_576 {
+        1_048_576
+    } else {
+        host.rlim_max + 1
+    };
+    let mut env = Env::busybox(&["sh", "-c", "ulimit -n"]);
+    env.config["process"]["rlimits"] = json!([{"type": "RLIMIT_NOFILE", "soft": want, "hard": want}]);
+    let id = unique("rlimithi");
+    let out = env.run(&id);
+    assert_fails(&out, &["RLIMIT_NOFILE"]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn capabilities_are_those_of_the_config() {
+    let env = Env::busybox(&["probe", "caps"]);
+    let want = cap_mask(&env.config["process"]["capabilities"]["effective"]);
+    assert_eq!(
+        want,
+        (1 << 5) | (1 << 10) | (1 << 29),
+        "busybox bundle: CAP_KILL, CAP_NET_BIND_SERVICE, CAP_AUDIT_WRITE"
+    );
+    let id = unique("caps");
+    assert_eq!(run_ok(&env, &id).trim(), format!("capeff={want:016x}"));
+
+    let mut env = Env::busybox(&["probe", "caps"]);
+    set_caps(&mut env, &["CAP_CHOWN", "CAP_NET_RAW", "CAP_SYS_CHROOT"]);
+    let id = unique("caps");
+    assert_eq!(
+        run_ok(&env, &id).trim(),
+        format!("capeff={:016x}", (1u64 << 0) | (1 << 13) | (1 << 18))
+    );
+}
+
+#[test]
+fn empty_capability_lists_give_no_capabilities() {
+    let mut env = Env::busybox(&["probe", "caps"]);
+    set_caps(&mut env, &[]);
+    let id = unique("nocaps");
+    assert_eq!(run_ok(&env, &id).trim(), "capeff=0000000000000000");
+}
+
+// ---------------------------------------------------------------------------
+// state machine, kill, delete
+// ---------------------------------------------------------------------------
+
+#[test]
+fn state_machine_create_start_stop_delete() {
+    let env = Env::busybox(&["probe", "sleep", "1"]);
+    let id = unique("states");
+    let log = create(&env, &id);
+
+    let s = env.state(&id);
+    assert_eq!(s["status"], "created", "{s}");
+    assert_eq!(s["id"], id.as_str());
+    let pid = s["pid"].as_i64().unwrap_or(0) as i32;
+    assert!(pid > 0, "created container has no pid: {s}");
+    assert!(alive(pid), "init pid {pid} of a created container is not alive");
+    let b = fs::canonicalize(env.bundle.path()).unwrap();
+    assert_eq!(
+        s["bundle"],
+        b.to_string_lossy().as_ref(),
+        "state bundle is the user's bundle"
+    );
+    assert_eq!(s["rootfs"], busybox_bundle().join("rootfs").to_string_lossy().as_ref());
+    assert_eq!(log.stdout(), "", "the user process ran before start");
+    assert!(
+        cgroup_leaked(&id),
+        "no cgroup named {id} under the default cgroupsPath /cordon/{id}"
+    );
+
+    ok(&env.cordon(&["start", &id]));
+    let s = env.state(&id);
+    assert_eq!(s["status"], "running", "{s}");
+    assert_eq!(s["pid"].as_i64(), Some(pid as i64), "pid changed on start");
+
+    wait_status(&env, &id, "stopped");
+    assert_eq!(log.stdout(), "ok\n", "the user process did not run to completion");
+
+    ok(&env.cordon(&["delete", &id]));
+    let out = env.cordon(&["state", &id]);
+    assert_fails(&out, &["does not exist"]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn kill_default_signal_is_sigterm() {
+    // pid 1 only gets SIGTERM with a handler: trap it and say so.
+    let env = Env::busybox(&[
+        "sh",
+        "-c",
+        "trap 'echo got-term; exit 0' TERM; echo ready; while :; do sleep 0.05; done",
+    ]);
+    let id = unique("killterm");
+    let log = start_running(&env, &id);
+    wait_for("the init to install its trap", || {
+        let o = log.stdout();
+        if o.contains("ready") {
+            Ok(())
+        } else {
+            Err(o)
+        }
+    });
+    ok(&env.cordon(&["kill", &id]));
+    wait_status(&env, &id, "stopped");
+    assert_eq!(log.stdout(), "ready\ngot-term\n");
+}
+
+#[test]
+fn kill_sigkill_stops_the_container() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("killkill");
+    start_running(&env, &id);
+    let pid = state_pid(&env, &id);
+    ok(&env.cordon(&["kill", &id, "KILL"]));
+    wait_status(&env, &id, "stopped");
+    wait_for("the init to be gone", || {
+        if alive(pid) {
+            Err(format!("{pid} alive"))
+        } else {
+            Ok(())
+        }
+    });
+    ok(&env.cordon(&["delete", &id]));
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn kill_all_signals_every_process() {
+    // The init ignores SIGTERM (pid 1, no handler); an exec'd process does not.
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("killall");
+    start_running(&env, &id);
+    let init = state_pid(&env, &id);
+    let (st, log) = cordon_logged(&env, &["exec", "-d", &id, "probe", "sleep", "30"]);
+    assert!(st.success(), "exec -d: {}", log.stderr());
+    let other = wait_for("the exec'd process in ps", || {
+        let p = ps_pids(&env, &id);
+        match p.iter().find(|&&p| p != init) {
+            Some(&o) if p.len() == 2 => Ok(o),
+            _ => Err(format!("{p:?}")),
+        }
+    });
+    ok(&env.cordon(&["kill", "--all", &id, "TERM"]));
+    wait_for("the exec'd process to die", || {
+        let p = ps_pids(&env, &id);
+        if p == [init] && !alive(other) {
+            Ok(())
+        } else {
+            Err(format!("ps {p:?}, {other} alive: {}", alive(other)))
+        }
+    });
+    assert_eq!(status(&env, &id), "running", "init must survive SIGTERM");
+
+    ok(&env.cordon(&["kill", "--all", &id, "KILL"]));
+    wait_status(&env, &id, "stopped");
+}
+
+#[test]
+fn kill_with_an_unknown_signal_fails() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("killbad");
+    start_running(&env, &id);
+    let out = env.cordon(&["kill", &id, "FOO"]);
+    assert_fails(&out, &["invalid signal", "FOO"]);
+    assert_eq!(status(&env, &id), "running");
+}
+
+#[test]
+fn delete_force_removes_a_running_container() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("delforce");
+    start_running(&env, &id);
+    let pid = state_pid(&env, &id);
+    assert!(
+        cgroup_leaked(&id),
+        "running container has no cgroup named {id} (default cgroupsPath /cordon/{id})"
+    );
+    assert!(
+        cgroup_read(&id, "pids", "cgroup.procs", "cgroup.procs")
+            .is_some_and(|p| p.lines().any(|l| l == pid.to_string())),
+        "init {pid} is not in the /cordon/{id} cgroup"
+    );
+    let out = env.cordon(&["delete", &id]);
+    assert_fails(&out, &[&id]);
+    assert_eq!(status(&env, &id), "running", "a failed delete changed the container");
+
+    ok(&env.cordon(&["delete", "--force", &id]));
+    assert_fails(&env.cordon(&["state", &id]), &["does not exist"]);
+    wait_for("the init to be gone", || {
+        if alive(pid) {
+            Err(format!("{pid} alive"))
+        } else {
+            Ok(())
+        }
+    });
+    assert_clean(&env, &id);
+}
+
+// ---------------------------------------------------------------------------
+// exec
+// ---------------------------------------------------------------------------
+
+#[test]
+fn exec_prints_and_propagates_the_exit_code() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("exec");
+    start_running(&env, &id);
+    let out = env.cordon(&["exec", &id, "sh", "-c", "echo hi"]);
+    assert_eq!(ok(&out), "hi\n");
+    let out = env.cordon(&["exec", &id, "sh", "-c", "echo bye; exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "bye\n");
+    let out = env.cordon(&["exec", &id, "sh", "-c", "echo $$; cat /proc/1/cmdline | tr '\\0' ' '"]);
+    let text = ok(&out);
+    let mut lines = text.lines();
+    assert_ne!(lines.next(), Some("1"), "exec'd process is not init");
+    assert_eq!(
+        lines.next(),
+        Some("probe sleep 30 "),
+        "exec did not join the container's pid namespace"
+    );
+    assert_eq!(status(&env, &id), "running");
+}
+
+#[test]
+fn exec_with_env_cwd_and_user() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("execopts");
+    start_running(&env, &id);
+    let out = env.cordon(&[
+        "exec",
+        "--env",
+        "FOO=bar",
+        "--cwd",
+        "/tmp",
+        "--user",
+        "1000:1000",
+        &id,
+        "sh",
+        "-c",
+        "echo $FOO; pwd; id -u; id -g",
+    ]);
+    assert_eq!(ok(&out), "bar\n/tmp\n1000\n1000\n");
+}
+
+#[test]
+fn exec_with_a_tty_through_the_console_socket() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("exectty");
+    start_running(&env, &id);
+    let console = Console::new();
+    let sock = console.path();
+    let (st, log) = cordon_logged(
+        &env,
+        &[
+            "exec",
+            "-d",
+            "-t",
+            "--console-socket",
+            &sock,
+            &id,
+            "sh",
+            "-c",
+            "tty; echo hi-from-tty",
+        ],
+    );
+    assert!(st.success(), "exec -t: {st}; stderr: {}", log.stderr());
+    let text = console.output();
+    assert!(text.contains("/dev/pts/0"), "tty output: {text:?}");
+    assert!(text.contains("hi-from-tty"), "tty output: {text:?}");
+}
+
+#[test]
+fn run_with_a_terminal_through_the_console_socket() {
+    let mut env = Env::busybox(&["sh", "-c", "tty; echo hi-from-tty"]);
+    env.config["process"]["terminal"] = json!(true);
+    env.write();
+    let id = unique("runtty");
+    let console = Console::new();
+    let (sock, b) = (console.path(), bundle(&env));
+    let (st, log) = cordon_logged(&env, &["run", "-d", "--console-socket", &sock, "-b", &b, &id]);
+    assert!(st.success(), "run -d with a terminal: {st}; stderr: {}", log.stderr());
+    let text = console.output();
+    assert!(text.contains("/dev/pts/0"), "tty output: {text:?}");
+    assert!(text.contains("hi-from-tty"), "tty output: {text:?}");
+    wait_status(&env, &id, "stopped");
+    ok(&env.cordon(&["delete", &id]));
+    assert_clean(&env, &id);
+}
+
+// ---------------------------------------------------------------------------
+// pause, ps, list, update
+// ---------------------------------------------------------------------------
+
+#[test]
+fn pause_and_resume() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("pause");
+    start_running(&env, &id);
+    ok(&env.cordon(&["pause", &id]));
+    assert_eq!(status(&env, &id), "paused");
+    if let Some(f) = cgroup_read(&id, "freezer", "freezer.state", "cgroup.freeze") {
+        assert!(f == "FROZEN" || f == "1", "freezer says {f:?} for a paused container");
+    }
+    ok(&env.cordon(&["resume", &id]));
+    assert_eq!(status(&env, &id), "running");
+    if let Some(f) = cgroup_read(&id, "freezer", "freezer.state", "cgroup.freeze") {
+        assert!(f == "THAWED" || f == "0", "freezer says {f:?} for a resumed container");
+    }
+    // Still alive and killable after the thaw.
+    ok(&env.cordon(&["kill", &id, "KILL"]));
+    wait_status(&env, &id, "stopped");
+}
+
+#[test]
+fn ps_json_lists_the_init_host_pid() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("ps");
+    start_running(&env, &id);
+    let pid = state_pid(&env, &id);
+    assert_eq!(ps_pids(&env, &id), [pid]);
+}
+
+#[test]
+fn list_json_and_quiet() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let a = unique("list-a");
+    let b = unique("list-b");
+    start_running(&env, &a);
+    create(&env, &b);
+
+    let quiet = ok(&env.cordon(&["list", "-q"]));
+    let mut ids: Vec<&str> = quiet.lines().collect();
+    ids.sort();
+    assert_eq!(ids, [a.as_str(), b.as_str()], "list -q: {quiet:?}");
+
+    let out = ok(&env.cordon(&["list", "--format", "json"]));
+    let list: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("list json {out:?}: {e}"));
+    let list = list.as_array().expect("list --format json is an array");
+    assert_eq!(list.len(), 2, "{out}");
+    let find = |id: &str| {
+        list.iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not in {out}"))
+            .clone()
+    };
+    let ca = find(&a);
+    assert_eq!(ca["status"], "running");
+    assert_eq!(ca["pid"].as_i64(), Some(state_pid(&env, &a) as i64));
+    assert_eq!(
+        ca["bundle"],
+        fs::canonicalize(env.bundle.path()).unwrap().to_string_lossy().as_ref()
+    );
+    let cb = find(&b);
+    assert_eq!(cb["status"], "created");
+}
+
+#[test]
+fn update_pids_and_memory_flags_change_the_cgroup() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("update");
+    start_running(&env, &id);
+
+    ok(&env.cordon(&["update", "--pids-limit", "42", &id]));
+    assert_eq!(cgroup_read(&id, "pids", "pids.max", "pids.max").as_deref(), Some("42"));
+
+    ok(&env.cordon(&["update", "--memory", "67108864", &id]));
+    assert_eq!(
+        cgroup_read(&id, "memory", "memory.limit_in_bytes", "memory.max").as_deref(),
+        Some("67108864")
+    );
+    // The pids limit is untouched by a memory update.
+    assert_eq!(cgroup_read(&id, "pids", "pids.max", "pids.max").as_deref(), Some("42"));
+}
+
+#[test]
+fn update_resources_from_stdin() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("updstdin");
+    start_running(&env, &id);
+    let out = cordon_stdin(
+        &env,
+        &["update", "--resources", "-", &id],
+        r#"{"pids":{"limit":43},"memory":{"limit":33554432}}"#,
+    );
+    ok(&out);
+    assert_eq!(cgroup_read(&id, "pids", "pids.max", "pids.max").as_deref(), Some("43"));
+    assert_eq!(
+        cgroup_read(&id, "memory", "memory.limit_in_bytes", "memory.max").as_deref(),
+        Some("33554432")
+    );
+
+    let out = cordon_stdin(&env, &["update", "--resources", "-", &id], "{ not json");
+    assert_fails(&out, &["--resources"]);
+    assert_eq!(cgroup_read(&id, "pids", "pids.max", "pids.max").as_deref(), Some("43"));
+}
+
+// ---------------------------------------------------------------------------
+// hooks
+// ---------------------------------------------------------------------------
+
+const HOOKS: &[(&str, &str)] = &[
+    ("createRuntime", "creating"),
+    ("prestart", "creating"),
+    ("poststart", "running"),
+    ("poststop", "stopped"),
+];
+
+/// Runs a container with a `cat > DIR/<hook>.json` hook of every kind in
+/// [`HOOKS`]; returns what each hook received.
+fn run_with_hooks(id: &str) -> (Env, Vec<(String, String, Value)>) {
+    let dir = TempDir::new("hooks");
+    let mut env = Env::busybox(&["probe", "exit", "0"]);
+    let mut hooks = json!({});
+    for (name, _) in HOOKS {
+        let file = dir.path().join(format!("{name}.json"));
+        hooks[*name] = json!([{
+            "path": "/bin/sh",
+            "args": ["sh", "-c", format!("cat > {}", file.display())],
+            "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
+        }]);
+    }
+    env.config["hooks"] = hooks;
+    // As engines do: with an explicit cgroupsPath cordon builds from the
+    // user's bundle itself (without one it builds from a copy with a
+    // default cgroupsPath, and hooks see that copy's directory).
+    env.config["linux"]["cgroupsPath"] = json!(format!("/cordon-hooks/{id}"));
+    ok(&env.run(id));
+    let got = HOOKS
+        .iter()
+        .map(|(name, status)| {
+            let file = dir.path().join(format!("{name}.json"));
+            let text = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{name} hook did not run ({e})"));
+            let v: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name} hook stdin is not JSON ({e}): {text:?}"));
+            (name.to_string(), status.to_string(), v)
+        })
+        .collect();
+    (env, got)
+}
+
+#[test]
+fn hooks_receive_the_state_on_stdin() {
+    let id = unique("hooks");
+    let (env, got) = run_with_hooks(&id);
+    for (name, status, v) in &got {
+        assert_eq!(v["id"], id.as_str(), "{name}: {v}");
+        assert_eq!(v["status"], status.as_str(), "{name}: {v}");
+        assert!(
+            v["ociVersion"].as_str().is_some_and(|s| s.starts_with("1.")),
+            "{name}: {v}"
+        );
+        if name != "poststop" {
+            assert!(v["pid"].as_i64().unwrap_or(0) > 0, "{name}: no pid: {v}");
+        }
+    }
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn hook_state_names_the_users_bundle() {
+    let id = unique("hookbundle");
+    let (env, got) = run_with_hooks(&id);
+    let b = fs::canonicalize(env.bundle.path()).unwrap();
+    for (name, _, v) in &got {
+        assert_eq!(
+            v["bundle"],
+            b.to_string_lossy().as_ref(),
+            "{name} hook got the wrong bundle: {v}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// bad input: non-zero, one line naming the culprit, nothing left behind
+// ---------------------------------------------------------------------------
+
+#[test]
+fn bad_input_missing_bundle_dir() {
+    let env = Env::busybox(&["true"]);
+    let id = unique("nobundle");
+    let missing = env.bundle.path().join("nope");
+    let m = missing.to_string_lossy().into_owned();
+    assert_fails(&env.cordon(&["create", "-b", &m, &id]), &[&m]);
+    assert_clean(&env, &id);
+    assert_fails(&env.cordon(&["run", "-b", &m, &id]), &[&m]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_missing_config_json() {
+    let env = Env::busybox(&["true"]);
+    let id = unique("noconfig");
+    let b = bundle(&env); // never written
+    assert_fails(&env.cordon(&["create", "-b", &b, &id]), &["config.json"]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_malformed_config_json() {
+    let env = Env::busybox(&["true"]);
+    let id = unique("badjson");
+    fs::write(
+        env.bundle.path().join("config.json"),
+        "{ \"ociVersion\": \"1.0.2\", not json",
+    )
+    .unwrap();
+    let b = bundle(&env);
+    assert_fails(&env.cordon(&["create", "-b", &b, &id]), &["config.json"]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_wrong_type_names_the_field() {
+    let mut env = Env::busybox(&["true"]);
+    env.config["process"]["args"] = json!("sh -c true");
+    let id = unique("badtype");
+    assert_fails(&env.create(&id), &["process.args"]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_unsupported_oci_version() {
+    let mut env = Env::busybox(&["true"]);
+    env.config["ociVersion"] = json!("2.0.0");
+    let id = unique("ociver");
+    assert_fails(&env.create(&id), &["ociVersion", "2.0.0"]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_missing_rootfs() {
+    let mut env = Env::busybox(&["true"]);
+    env.config["root"]["path"] = json!(env.bundle.path().join("no-rootfs"));
+    let id = unique("norootfs");
+    assert_fails(&env.create(&id), &["root.path"]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_duplicate_id() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("dup");
+    create(&env, &id);
+    let pid = state_pid(&env, &id);
+    let out = env.create(&id);
+    assert_fails(&out, &["already exists", &id]);
+    let s = env.state(&id);
+    assert_eq!(s["status"], "created", "the first container was disturbed: {s}");
+    assert_eq!(
+        s["pid"].as_i64(),
+        Some(pid as i64),
+        "the first container was disturbed: {s}"
+    );
+    assert!(alive(pid));
+    ok(&env.cordon(&["delete", "--force", &id]));
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_unknown_id() {
+    let env = Env::busybox(&["true"]);
+    let id = unique("ghost");
+    for cmd in [
+        vec!["state", id.as_str()],
+        vec!["start", id.as_str()],
+        vec!["kill", id.as_str()],
+        vec!["kill", id.as_str(), "KILL"],
+        vec!["delete", id.as_str()],
+        vec!["pause", id.as_str()],
+        vec!["exec", id.as_str(), "true"],
+    ] {
+        let out = env.cordon(&cmd);
+        let line = assert_fails(&out, &["does not exist"]);
+        assert!(line.contains(&id), "{cmd:?}: {line}");
+    }
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bad_input_invalid_id() {
+    let env = Env::busybox(&["true"]);
+    let name = unique("escape");
+    let bad = format!("../{name}");
+    let b = bundle(&env);
+    assert_fails(&env.cordon(&["create", "-b", &b, &bad]), &["invalid container id"]);
+    assert_fails(&env.cordon(&["state", &bad]), &["invalid container id"]);
+    assert_fails(&env.cordon(&["delete", "--force", &bad]), &["invalid container id"]);
+    let outside = env.root.path().parent().unwrap().join(&name);
+    assert!(!outside.exists(), "{} was created outside the root", outside.display());
+    assert_clean(&env, &name);
+}
+
+#[test]
+fn bad_input_start_twice() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("twice");
+    let log = start_running(&env, &id);
+    let pid = state_pid(&env, &id);
+    assert_fails(&env.cordon(&["start", &id]), &[&id]);
+    let s = env.state(&id);
+    assert_eq!(s["status"], "running", "{s}");
+    assert_eq!(s["pid"].as_i64(), Some(pid as i64), "{s}");
+    assert_eq!(log.stdout(), "", "the process ran twice or exited");
+}
+
+#[test]
+fn bad_input_unknown_flag() {
+    let env = Env::busybox(&["true"]);
+    let id = unique("flag");
+    env.write();
+    let b = bundle(&env);
+    let out = env.cordon(&["create", "--bogus", "-b", &b, &id]);
+    assert!(!out.status.success(), "create --bogus succeeded");
+    assert!(
+        stderr(&out).contains("--bogus"),
+        "stderr does not name the flag: {}",
+        stderr(&out)
+    );
+    assert_clean(&env, &id);
+}
+
+// ---------------------------------------------------------------------------
+// version and spec
+// ---------------------------------------------------------------------------
+
+#[test]
+fn version_flag_prints_a_version() {
+    let out = Command::new(cordon_bin()).arg("--version").output().unwrap();
+    let text = ok(&out);
+    let first = text.lines().next().unwrap_or_default();
+    assert_eq!(first, format!("cordon version {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn spec_writes_a_config_that_run_accepts() {
+    let dir = TempDir::new("spec");
+    let out = Command::new(cordon_bin())
+        .arg("spec")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    ok(&out);
+    let text = fs::read_to_string(dir.path().join("config.json")).expect("spec wrote no config.json");
+    let mut config: Value = serde_json::from_str(&text).expect("spec's config.json is JSON");
+    assert!(
+        config["ociVersion"].as_str().is_some_and(|v| v.starts_with("1.")),
+        "{}",
+        config["ociVersion"]
+    );
+
+    // A second spec does not overwrite it.
+    let again = Command::new(cordon_bin())
+        .arg("spec")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_fails(&again, &["config.json"]);
+    assert_eq!(fs::read_to_string(dir.path().join("config.json")).unwrap(), text);
+
+    // run accepts it as is, with only root.path pointed at the rootfs ...
+    let rootfs = busybox_bundle().join("rootfs");
+    config["root"]["path"] = json!(rootfs);
+    let mut env = Env::busybox(&["true"]);
+    env.config = config.clone();
+    let id = unique("spec");
+    let out = env.run(&id);
+    assert!(out.status.success(), "run of the spec config: {}", stderr(&out));
+    assert_clean(&env, &id);
+
+    // ... and runs its process.
+    config["process"]["args"] = json!(["sh", "-c", "echo spec-ok; hostname"]);
+    env.config = config;
+    let id = unique("spec");
+    assert_eq!(run_ok(&env, &id), "spec-ok\ncordon\n");
+    assert_clean(&env, &id);
+}

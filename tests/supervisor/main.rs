@@ -1,1 +1,390 @@
-//! placeholder
+//! The supervisor and the default policy, seen from inside real containers:
+//! errno values the probe gets, files it can or cannot open, connections
+//! it can or cannot make, and the audit trail left behind.
+
+use cordon_tests::*;
+use serde_json::json;
+
+/// Runs `script` with sh in the container of `env` (kept after exit, so
+/// its audit trail can be read) and returns its stdout lines.
+fn sh(env: &Env, id: &str, script: &str) -> Vec<String> {
+    let mut config = env.config.clone();
+    config["process"]["args"] = json!(["sh", "-c", script]);
+    std::fs::write(
+        env.bundle.path().join("config.json"),
+        serde_json::to_vec_pretty(&config).unwrap(),
+    )
+    .unwrap();
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    let out = env.cordon(&["run", "--keep", "-b", &b, id]);
+    ok(&out).lines().map(str::to_string).collect()
+}
+
+/// Every syscall the default policy refuses unconditionally, with its errno,
+/// from `cordon syscalls` (the same table the filter is compiled from).
+fn refused_by_default() -> Vec<(u32, String, String)> {
+    let out = std::process::Command::new(cordon_bin())
+        .args(["syscalls", "--format", "json", "--policy", "default"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&ok(&out).into_bytes()).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            let action = e["action"].as_str()?;
+            let errno = action.strip_prefix("deny (")?.strip_suffix(')')?;
+            Some((
+                e["nr"].as_u64()? as u32,
+                e["name"].as_str()?.to_string(),
+                errno.to_string(),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn default_policy_refuses_in_bpf_with_the_right_errno() {
+    let refused = refused_by_default();
+    assert!(
+        refused.len() > 40,
+        "suspiciously few refused syscalls: {}",
+        refused.len()
+    );
+    // Arguments are all zero: harmless if a refusal were missing.
+    let script: String = refused
+        .iter()
+        .map(|(nr, _, _)| format!("probe syscall {nr};"))
+        .collect();
+    let env = Env::busybox(&[]);
+    let id = unique("refuse");
+    let lines = sh(&env, &id, &script);
+    assert_eq!(lines.len(), refused.len(), "{lines:?}");
+    for ((nr, name, errno), line) in refused.iter().zip(&lines) {
+        assert_eq!(line, &format!("err {errno}"), "syscall {name} ({nr})");
+    }
+    // Refused in BPF: the supervisor never saw them.
+    let audited: Vec<_> = env.audit(&id).into_iter().filter(|r| r["syscall"] == "bpf").collect();
+    assert!(audited.is_empty(), "{audited:?}");
+}
+
+#[test]
+fn unknown_numbers_and_other_entry_points_get_enosys() {
+    let env = Env::busybox(&[]);
+    let lines = sh(
+        &env,
+        &unique("enosys"),
+        "probe syscall 9999; probe syscall 400; probe int80 20; probe int80 1 0 0; probe x32 39; probe syscall 39",
+    );
+    assert_eq!(lines[0], "err ENOSYS", "number above the table");
+    assert_eq!(lines[1], "err ENOSYS", "hole in the table");
+    assert_eq!(lines[2], "err ENOSYS", "i386 getpid through int 0x80");
+    // i386 exit is allowed so 32-bit code can end: the probe process exits 0 silently.
+    assert_eq!(lines[3], "err ENOSYS", "x32 getppid");
+    assert!(lines[4].starts_with("ok "), "plain getppid works: {}", lines[4]);
+}
+
+#[test]
+fn user_namespaces_and_mounts_are_refused() {
+    let env = Env::busybox(&[]);
+    let lines = sh(
+        &env,
+        &unique("ns"),
+        "probe unshare-user; probe clone-newuser; probe clone3-newuser; probe mount; probe ptrace-parent; probe socket packet raw; probe socket inet raw",
+    );
+    assert_eq!(
+        lines,
+        [
+            "err EPERM",
+            "err EPERM",
+            "err ENOSYS",
+            "err EPERM",
+            "err EPERM",
+            "err EPERM",
+            "err EPERM"
+        ]
+    );
+}
+
+#[test]
+fn uname_shows_the_virtual_identity() {
+    let mut env = Env::busybox(&[]);
+    env.config["hostname"] = json!("sandbox-1");
+    let lines = sh(&env, &unique("uname"), "probe uname; uname -r");
+    assert_eq!(
+        lines[0],
+        "Linux|6.1.0-cordon|#1 SMP PREEMPT_DYNAMIC cordon|x86_64|sandbox-1"
+    );
+    assert_eq!(lines[1], "6.1.0-cordon");
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(!lines.iter().any(|l| l.contains(host.trim())), "host release leaked");
+}
+
+#[test]
+fn sysinfo_reports_the_cgroup_memory_limit() {
+    let mut env = Env::busybox(&[]);
+    env.config["linux"]["resources"] = json!({"memory": {"limit": 268435456}});
+    let lines = sh(&env, &unique("sysinfo"), "probe sysinfo");
+    assert!(lines[0].starts_with("totalram=268435456 uptime="), "{}", lines[0]);
+}
+
+/// A world for file-policy tests: /secret (denied), /data (allowed, with
+/// symlinks into /secret), /etc read-only, /work a writable tmpfs.
+struct Files {
+    env: Env,
+    _host: TempDir,
+}
+
+fn files_env() -> Files {
+    let host = TempDir::new("files");
+    let secret = host.path().join("secret");
+    let data = host.path().join("data");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(secret.join("key"), "TOPSECRET\n").unwrap();
+    std::fs::write(data.join("ok.txt"), "fine\n").unwrap();
+    std::os::unix::fs::symlink("/secret/key", data.join("abs-link")).unwrap();
+    std::os::unix::fs::symlink("../../../../../secret/key", data.join("rel-link")).unwrap();
+    std::os::unix::fs::symlink("ok.txt", data.join("good-link")).unwrap();
+    std::os::unix::fs::symlink("/secret", data.join("dir-link")).unwrap();
+    let policy = host.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "name = \"files\"\nextends = \"default\"\n\
+         [[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n\
+         [[path]]\npattern = \"/secret\"\naccess = \"deny\"\n\
+         [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n",
+    )
+    .unwrap();
+    let mut env = Env::busybox(&[]);
+    env.annotate("org.cordon.policy", &policy.to_string_lossy());
+    let mounts = env.config["mounts"].as_array_mut().unwrap();
+    mounts.push(json!({"destination": "/secret", "type": "bind", "source": secret, "options": ["rbind", "rw"]}));
+    mounts.push(json!({"destination": "/data", "type": "bind", "source": data, "options": ["rbind", "rw"]}));
+    mounts.push(json!({"destination": "/work", "type": "tmpfs", "source": "tmpfs", "options": ["size=16m"]}));
+    Files { env, _host: host }
+}
+
+#[test]
+fn file_policy_denies_every_alias_of_a_denied_file() {
+    let f = files_env();
+    let id = unique("paths");
+    let lines = sh(
+        &f.env,
+        &id,
+        "probe read /secret/key; probe read /./secret//key; probe read /etc/../secret/key; \
+         probe read /data/abs-link; probe read /data/rel-link; probe read /data/dir-link/key; \
+         probe read /proc/self/root/secret/key; cd /secret && probe read key; cd /; \
+         probe openat /data dir-link/key; probe openat / secret/key; probe open /secret rdonly,directory; \
+         probe write /secret/new x; probe stat /secret/key; probe read /proc/self/cwd/etc/hostname; \
+         probe open /proc/self/exe; probe read /proc/1/root/etc/hostname; true",
+    );
+    let expect = [
+        "err EACCES",
+        "err EACCES",
+        "err EACCES",
+        "err EACCES",
+        "err EACCES",
+        "err EACCES",
+        "err EACCES",
+    ];
+    assert_eq!(&lines[..7], &expect, "{lines:?}");
+    // `cd /secret` itself is allowed (chdir cannot be emulated); the open is not.
+    assert_eq!(lines[7], "err EACCES", "relative to cwd: {lines:?}");
+    assert_eq!(
+        lines[8], "err EACCES",
+        "relative to a dirfd through a symlink: {lines:?}"
+    );
+    assert_eq!(lines[9], "err EACCES", "relative to a dirfd: {lines:?}");
+    assert_eq!(lines[10], "err EACCES", "the directory itself: {lines:?}");
+    assert_eq!(lines[11], "err EACCES", "creating in a denied directory: {lines:?}");
+    assert!(
+        !f._host.path().join("secret/new").exists(),
+        "a denied create must not create the file"
+    );
+    assert_eq!(lines[13], "ok cordon", "/proc/self/cwd/...: {lines:?}");
+    assert!(lines[14].starts_with("ok "), "/proc/self/exe opens: {lines:?}");
+    assert_eq!(
+        lines[15], "err ELOOP",
+        "another process's root link stays refused: {lines:?}"
+    );
+    let denied: Vec<_> = f.env.audit(&id).into_iter().filter(|r| r["action"] == "deny").collect();
+    assert!(denied.len() >= 11, "audit records the denials: {denied:?}");
+    assert!(denied.iter().all(|r| r["result"] == "EACCES"));
+    assert!(denied
+        .iter()
+        .any(|r| r["detail"].as_str().unwrap().starts_with("/secret/key")));
+}
+
+#[test]
+fn file_policy_allows_the_rest_unchanged() {
+    let f = files_env();
+    let lines = sh(
+        &f.env,
+        &unique("allowed"),
+        "probe read /data/ok.txt; probe read /data/good-link; cd /data && probe read ok.txt; cd /; \
+         probe openat /data ok.txt; probe read /etc/hostname; probe write /etc/hostname x; \
+         probe write /work/out hello; probe read /work/out; probe open /work/new wronly,creat,excl; \
+         probe open /work/new wronly,creat,excl; echo piped | probe read /dev/stdin; probe read /proc/self/status",
+    );
+    assert_eq!(lines[0], "ok fine");
+    assert_eq!(lines[1], "ok fine", "symlink that stays inside");
+    assert_eq!(lines[2], "ok fine", "relative to cwd");
+    assert!(lines[3].starts_with("ok "), "relative to a dirfd: {lines:?}");
+    assert!(lines[4].starts_with("ok "), "read-only /etc is readable");
+    assert_eq!(lines[5], "err EACCES", "read-only /etc is not writable");
+    assert_eq!(lines[6], "ok 5");
+    assert_eq!(lines[7], "ok hello");
+    assert!(lines[8].starts_with("ok "), "O_CREAT|O_EXCL creates");
+    assert_eq!(lines[9], "err EEXIST", "O_EXCL semantics kept");
+    assert_eq!(lines[10], "ok piped", "/dev/stdin reopen");
+    assert_eq!(lines[11], "ok Name:\tprobe");
+}
+
+#[test]
+fn racing_path_flips_never_open_the_denied_file() {
+    let f = files_env();
+    let lines = sh(
+        &f.env,
+        &unique("race"),
+        "probe race-open /data/ok.txt /secret/key 100000",
+    );
+    let l = &lines[0];
+    assert!(l.starts_with("opened_denied=0 "), "{l}");
+    let opened: u64 = l
+        .split("opened=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(opened > 0, "the race must really have opened the allowed file: {l}");
+}
+
+fn net_env() -> (Env, TempDir) {
+    let host = TempDir::new("net");
+    let policy = host.path().join("net.toml");
+    std::fs::write(
+        &policy,
+        "name = \"net\"\nextends = \"default\"\n\
+         [[net]]\ncidr = \"127.0.0.1/32\"\nports = [8081]\naction = \"deny\"\n\
+         [[net]]\ncidr = \"127.0.0.2/32\"\naction = \"deny\"\n",
+    )
+    .unwrap();
+    let mut env = Env::busybox(&[]);
+    env.annotate("org.cordon.policy", &policy.to_string_lossy());
+    (env, host)
+}
+
+#[test]
+fn egress_policy_on_connect_sendto_sendmsg() {
+    let (env, _h) = net_env();
+    let id = unique("net");
+    let lines = sh(
+        &env,
+        &id,
+        "probe listen 8080 >/dev/null & probe listen 8081 >/dev/null & sleep 0.3; \
+         probe connect 127.0.0.1 8080; probe connect 127.0.0.1 8081; probe connect 127.0.0.2 8080; \
+         probe connect 169.254.169.254 80; probe udp 127.0.0.1 9; probe udp 127.0.0.2 9; \
+         probe udpmsg 127.0.0.1 9; probe udpmsg 127.0.0.2 9; probe udpmsg 169.254.169.254 53; kill %1 %2",
+    );
+    assert_eq!(
+        lines,
+        [
+            "ok",
+            "err EPERM",
+            "err EPERM",
+            "err EPERM",
+            "ok 4",
+            "err EPERM",
+            "ok 4",
+            "err EPERM",
+            "err EPERM"
+        ],
+        "per-port deny, per-address deny, metadata service, datagrams"
+    );
+    let audit = env.audit(&id);
+    let find = |d: &str| {
+        audit
+            .iter()
+            .find(|r| r["detail"].as_str().unwrap_or("").starts_with(d))
+            .cloned()
+    };
+    let r = find("127.0.0.1:8081").expect("audit of the denied connect");
+    assert_eq!(
+        (r["syscall"].as_str(), r["action"].as_str(), r["result"].as_str()),
+        (Some("connect"), Some("deny"), Some("EPERM"))
+    );
+    let r = find("127.0.0.1:8080").expect("audit of the allowed connect");
+    // The probe connects without blocking: the emulated connect keeps that.
+    assert_eq!(r["result"], "EINPROGRESS");
+}
+
+#[test]
+fn killing_the_supervisor_kills_the_container() {
+    let env = Env::busybox(&["probe", "sleep", "60"]);
+    let id = unique("failclosed");
+    ok(&env.create(&id));
+    ok(&env.cordon(&["start", &id]));
+    assert_eq!(env.state(&id)["status"], "running");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.root.path().join(".cordon").join(&id).join("meta.json")).unwrap())
+            .unwrap();
+    let sup = meta["supervisor_pid"].as_i64().expect("supervisor pid") as i32;
+    // SAFETY: plain kill(2) of a pid we just read.
+    assert_eq!(unsafe { libc::kill(sup, libc::SIGKILL) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if env.state(&id)["status"] == "stopped" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "container still running after its supervisor died"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn python_with_200_threads_of_intercepted_syscalls() {
+    let script = "import os, threading\n\
+        errors = []\n\
+        def work(i):\n\
+        \x20   try:\n\
+        \x20       for _ in range(20):\n\
+        \x20           assert os.uname().release == '6.1.0-cordon'\n\
+        \x20           with open('/etc/os-release') as f: assert 'Debian' in f.read()\n\
+        \x20   except Exception as e:\n\
+        \x20       errors.append(repr(e))\n\
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(200)]\n\
+        [t.start() for t in ts]; [t.join() for t in ts]\n\
+        print('errors', len(errors), errors[:3])\n";
+    let env = Env::python(&["python3", "-c", script]);
+    let id = unique("py200");
+    let out = ok(&env.run(&id));
+    assert_eq!(out.trim(), "errors 0 []");
+}
+
+#[test]
+fn python_stdlib_program_runs_unchanged_under_the_default_policy() {
+    let script = "import json, sqlite3, subprocess, threading, os\n\
+        os.makedirs('/tmp/w', exist_ok=True)\n\
+        json.dump({'a': [1, 2]}, open('/tmp/w/x.json', 'w'))\n\
+        db = sqlite3.connect('/tmp/w/db'); db.execute('create table t(x)'); db.execute('insert into t values (41)')\n\
+        db.commit()\n\
+        n = db.execute('select x+1 from t').fetchone()[0]\n\
+        out = subprocess.run(['python3', '-c', 'print(6*7)'], capture_output=True, text=True).stdout.strip()\n\
+        r = []\n\
+        t = threading.Thread(target=lambda: r.append(json.load(open('/tmp/w/x.json'))['a'][1])); t.start(); t.join()\n\
+        print(n, out, r[0])\n";
+    let mut env = Env::python(&["python3", "-c", script]);
+    env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["size=32m"]}));
+    let out = ok(&env.run(&unique("pystd")));
+    assert_eq!(out.trim(), "42 42 2");
+}

@@ -51,12 +51,6 @@ pub fn delete(rt: &Runtime, a: liboci_cli::Delete) -> anyhow::Result<i32> {
 /// container's status, 128+N when signal N killed it.
 pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
     let id = a.container_id.clone();
-    // Block signals before the init exists, so its SIGCHLD stays pending.
-    let signals = if a.detach {
-        None
-    } else {
-        Some(foreground::block_signals()?)
-    };
     let mut c = rt.create(&CreateOptions {
         id: id.clone(),
         bundle: a.bundle,
@@ -66,6 +60,13 @@ pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
         preserve_fds: a.preserve_fds,
         detach: a.detach,
     })?;
+    // Block signals before the init can exit (it waits for start), so its
+    // SIGCHLD stays pending; the container's own mask was set at create.
+    let signals = if a.detach {
+        None
+    } else {
+        Some(foreground::block_signals()?)
+    };
     if let Err(e) = c.start() {
         let _ = rt.delete(&id, true);
         bail!("start {id:?}: {}", cordon::container::chain(&e));
@@ -76,17 +77,14 @@ pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
     if !a.keep {
         if let Err(e) = rt.delete(&id, true) {
             tracing::error!("delete {id:?} after run: {e}");
+            eprintln!("cordon: delete {id:?} after run: {e}");
         }
     }
     Ok(code)
 }
 
 pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
-    let signals = if a.detach {
-        None
-    } else {
-        Some(foreground::block_signals()?)
-    };
+    let detach = a.detach;
     let pid = rt.exec(&ExecOptions {
         id: a.container_id,
         process: a.process,
@@ -102,10 +100,12 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
         preserve_fds: a.preserve_fds,
         caps: a.cap,
     })?;
-    match signals {
-        Some(s) => Ok(foreground::wait(pid, &s)?),
-        None => Ok(0),
+    if detach {
+        return Ok(0);
     }
+    // The process may already have exited: `wait` reaps before it sleeps.
+    let signals = foreground::block_signals()?;
+    Ok(foreground::wait(pid, &signals)?)
 }
 
 pub fn ps(rt: &Runtime, a: liboci_cli::Ps) -> anyhow::Result<i32> {

@@ -226,6 +226,7 @@ impl Runtime {
     /// Starts a process in a running container (`runc exec`); returns its
     /// host pid.
     pub fn exec(&self, opts: &ExecOptions) -> Result<nix::unistd::Pid> {
+        let _lock = self.lock(&opts.id, false);
         let c = self.load(&opts.id)?;
         if c.status() != libcontainer::container::ContainerStatus::Running {
             return Err(Error::BadState {
@@ -256,6 +257,13 @@ impl Runtime {
             role: Role::Exec,
         };
         let env = opts.env.iter().cloned().collect();
+        // libcontainer builds a tenant's process from arguments without a
+        // terminal; `--tty` goes through a process.json as runc does.
+        let tty_process = match (&opts.process, opts.tty) {
+            (None, true) => Some(self.tty_process(&c, opts)?),
+            _ => None,
+        };
+        let process = tty_process.clone().or_else(|| opts.process.clone());
         let pid = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
             .with_executor(executor)
             .with_root_path(&self.root)
@@ -268,7 +276,7 @@ impl Runtime {
             .with_detach(opts.detach)
             .with_cwd(opts.cwd.as_ref())
             .with_env(env)
-            .with_process(opts.process.as_ref())
+            .with_process(process.as_ref())
             .with_no_new_privs(true)
             .with_container_args(opts.args.clone())
             .with_additional_gids(opts.additional_gids.clone())
@@ -276,9 +284,51 @@ impl Runtime {
             .with_group(opts.user.and_then(|(_, g)| g))
             .with_capabilities(opts.caps.clone())
             .build()
-            .map_err(lib(format!("exec in {:?}", opts.id)))?;
+            .map_err(lib(format!("exec in {:?}", opts.id)));
+        if let Some(p) = tty_process {
+            let _ = std::fs::remove_file(p);
+        }
         drop(sock);
-        Ok(pid)
+        pid
+    }
+
+    /// A process.json for `exec --tty ARGS`: the container's process with
+    /// these args, env, cwd and user, and `terminal: true`.
+    fn tty_process(&self, c: &Container, opts: &ExecOptions) -> Result<PathBuf> {
+        let spec = Spec::load(c.bundle().join("config.json"))
+            .map_err(|e| Error::Other(format!("read the config of {:?}: {e}", opts.id)))?;
+        let mut p = spec.process().clone().unwrap_or_default();
+        if opts.args.is_empty() {
+            return Err(Error::Other("exec: no command given".into()));
+        }
+        p.set_args(Some(opts.args.clone()));
+        p.set_terminal(Some(true));
+        let mut env: Vec<String> = p.env().clone().unwrap_or_default();
+        for (k, v) in &opts.env {
+            env.retain(|e| !e.starts_with(&format!("{k}=")));
+            env.push(format!("{k}={v}"));
+        }
+        p.set_env(Some(env));
+        if let Some(cwd) = &opts.cwd {
+            p.set_cwd(cwd.clone());
+        }
+        if let Some((uid, gid)) = opts.user {
+            let mut u = p.user().clone();
+            u.set_uid(uid);
+            if let Some(g) = gid {
+                u.set_gid(g);
+            }
+            if !opts.additional_gids.is_empty() {
+                u.set_additional_gids(Some(opts.additional_gids.clone()));
+            }
+            p.set_user(u);
+        }
+        let path = self
+            .cordon_dir(&opts.id)
+            .join(format!("exec-{}.json", std::process::id()));
+        let json = serde_json::to_vec(&p).map_err(|e| Error::Other(e.to_string()))?;
+        std::fs::write(&path, json).map_err(io("write exec process.json"))?;
+        Ok(path)
     }
 }
 

@@ -37,6 +37,13 @@ pub struct CordonExecutor {
 
 impl Executor for CordonExecutor {
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        // The payload starts with a clean signal state, as under runc: no
+        // blocked signals, SIGPIPE at its default (the Rust runtime ignores it).
+        let _ = nix::sys::signal::SigSet::empty().thread_set_mask();
+        // SAFETY: restoring the default disposition installs no handler.
+        let _ = unsafe {
+            nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl)
+        };
         crate::sys::set_no_new_privs().map_err(|e| ExecutorError::Other(format!("cordon: set no_new_privs: {e}")))?;
         match self.supervisor {
             Some(fd) => {

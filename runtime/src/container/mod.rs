@@ -67,12 +67,12 @@ pub enum Error {
         reason: String,
     },
     /// A libcontainer step failed.
-    #[error("{what}: {}", chain(source))]
+    #[error("{what}: {}", chain(source.as_ref()))]
     Lib {
         /// The step.
         what: String,
         /// Cause.
-        source: libcontainer::error::LibcontainerError,
+        source: Box<libcontainer::error::LibcontainerError>,
     },
     /// An I/O step failed.
     #[error("{what}: {source}")]
@@ -107,7 +107,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 fn lib(what: impl Into<String>) -> impl FnOnce(libcontainer::error::LibcontainerError) -> Error {
     let what = what.into();
-    move |source| Error::Lib { what, source }
+    move |source| Error::Lib { what, source: Box::new(source) }
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
@@ -202,6 +202,21 @@ impl Runtime {
         Ok(c)
     }
 
+    /// Holds an flock(2) on container `id`'s state directory while an
+    /// operation runs: libcontainer rewrites state.json in place, so a
+    /// concurrent reader (`kill` racing the delete at the end of `run`)
+    /// could read a torn file. `None` when the container does not exist.
+    fn lock(&self, id: &str, exclusive: bool) -> Option<nix::fcntl::Flock<std::fs::File>> {
+        validate::id(id).ok()?;
+        let f = std::fs::File::open(self.root.join(id)).ok()?;
+        let arg = if exclusive {
+            nix::fcntl::FlockArg::LockExclusive
+        } else {
+            nix::fcntl::FlockArg::LockShared
+        };
+        nix::fcntl::Flock::lock(f, arg).ok()
+    }
+
     /// cordon's metadata of container `id` (default if missing).
     pub fn meta(&self, id: &str) -> Meta {
         std::fs::read(self.cordon_dir(id).join(META))
@@ -217,6 +232,7 @@ impl Runtime {
 
     /// Starts the user process of a created container (`runc start`).
     pub fn start(&self, id: &str) -> Result<()> {
+        let _lock = self.lock(id, true);
         let mut c = self.load(id)?;
         if c.status() != ContainerStatus::Created {
             return Err(Error::BadState {
@@ -230,6 +246,7 @@ impl Runtime {
 
     /// The OCI state of container `id`.
     pub fn state(&self, id: &str) -> Result<StateJson> {
+        let _lock = self.lock(id, false);
         let c = self.load(id)?;
         Ok(self.state_of(&c))
     }
@@ -273,6 +290,7 @@ impl Runtime {
 
     /// Sends `signal` to the init, or with `all` to every process (`runc kill`).
     pub fn kill(&self, id: &str, signal: libcontainer::signal::Signal, all: bool) -> Result<()> {
+        let _lock = self.lock(id, true);
         let mut c = self.load(id)?;
         if !c.can_kill() && !all {
             return Err(Error::BadState {
@@ -287,6 +305,7 @@ impl Runtime {
     /// Deletes container `id` (`runc delete`); `force` kills a running one.
     /// Also stops its supervisor and removes cordon's directory.
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
+        let _lock = self.lock(id, true);
         let mut c = match self.load(id) {
             Ok(c) => c,
             Err(Error::NotFound(_)) if force => {
@@ -325,6 +344,7 @@ impl Runtime {
             if name.starts_with('.') {
                 continue;
             }
+            let _lock = self.lock(&name, false);
             if let Ok(c) = self.load(&name) {
                 out.push(self.state_of(&c));
             }
@@ -335,11 +355,13 @@ impl Runtime {
 
     /// Freezes the container (`runc pause`).
     pub fn pause(&self, id: &str) -> Result<()> {
+        let _lock = self.lock(id, true);
         self.load(id)?.pause().map_err(lib(format!("pause {id:?}")))
     }
 
     /// Thaws the container (`runc resume`).
     pub fn resume(&self, id: &str) -> Result<()> {
+        let _lock = self.lock(id, true);
         self.load(id)?.resume().map_err(lib(format!("resume {id:?}")))
     }
 
@@ -355,6 +377,7 @@ impl Runtime {
 
     /// Host pids of every process in the container's cgroup.
     pub fn pids(&self, id: &str) -> Result<Vec<i32>> {
+        let _lock = self.lock(id, false);
         use libcgroups::common::CgroupManager;
         let c = self.load(id)?;
         let m = self.cgroup_manager(&c)?;
@@ -370,6 +393,7 @@ impl Runtime {
 
     /// Applies new resource limits (`runc update`).
     pub fn update(&self, id: &str, resources: &libcontainer::oci_spec::runtime::LinuxResources) -> Result<()> {
+        let _lock = self.lock(id, true);
         use libcgroups::common::{CgroupManager, ControllerOpt};
         let c = self.load(id)?;
         if c.status() == ContainerStatus::Stopped {
@@ -402,7 +426,7 @@ fn kill_supervisor(pid: i32, id: &str) {
     let Ok(pidfd) = crate::sys::pidfd_open(pid) else { return };
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-    if args.iter().any(|a| *a == b"supervise") && args.iter().any(|a| *a == id.as_bytes()) {
+    if args.iter().any(|a| *a == b"supervise") && args.contains(&id.as_bytes()) {
         let _ = crate::sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
     }
 }

@@ -105,6 +105,9 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
         Some(a) if !a.is_empty() && !a[0].is_empty() => {}
         _ => return Err(("process.args", "must not be empty".into())),
     }
+    if let Some(rlimits) = process.rlimits() {
+        check_rlimits(rlimits)?;
+    }
     if !process.cwd().is_absolute() {
         return Err(("process.cwd", format!("{:?} must be an absolute path", process.cwd())));
     }
@@ -139,6 +142,61 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
             if !h.path().is_absolute() {
                 return Err(("hooks", format!("hook path {:?} must be absolute", h.path())));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Raising a hard limit above the runtime's own needs CAP_SYS_RESOURCE
+/// (setrlimit(2)); say so up front instead of failing inside the container.
+fn check_rlimits(rlimits: &[oci_spec::runtime::PosixRlimit]) -> Result<(), (&'static str, String)> {
+    use oci_spec::runtime::PosixRlimitType as T;
+    let can_raise = caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SYS_RESOURCE).unwrap_or(false);
+    for r in rlimits {
+        let resource = match r.typ() {
+            T::RlimitCpu => libc::RLIMIT_CPU,
+            T::RlimitFsize => libc::RLIMIT_FSIZE,
+            T::RlimitData => libc::RLIMIT_DATA,
+            T::RlimitStack => libc::RLIMIT_STACK,
+            T::RlimitCore => libc::RLIMIT_CORE,
+            T::RlimitRss => libc::RLIMIT_RSS,
+            T::RlimitNproc => libc::RLIMIT_NPROC,
+            T::RlimitNofile => libc::RLIMIT_NOFILE,
+            T::RlimitMemlock => libc::RLIMIT_MEMLOCK,
+            T::RlimitAs => libc::RLIMIT_AS,
+            T::RlimitLocks => libc::RLIMIT_LOCKS,
+            T::RlimitSigpending => libc::RLIMIT_SIGPENDING,
+            T::RlimitMsgqueue => libc::RLIMIT_MSGQUEUE,
+            T::RlimitNice => libc::RLIMIT_NICE,
+            T::RlimitRtprio => libc::RLIMIT_RTPRIO,
+            T::RlimitRttime => libc::RLIMIT_RTTIME,
+        };
+        if r.soft() > r.hard() {
+            return Err((
+                "process.rlimits",
+                format!(
+                    "{:?}: soft limit {} is above the hard limit {}",
+                    r.typ(),
+                    r.soft(),
+                    r.hard()
+                ),
+            ));
+        }
+        let mut host = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit fills the rlimit struct we own.
+        if unsafe { libc::getrlimit(resource, &mut host) } == 0 && r.hard() > host.rlim_max && !can_raise {
+            return Err((
+                "process.rlimits",
+                format!(
+                    "{}: hard limit {} is above this host's hard limit {} (raising it needs CAP_SYS_RESOURCE, which the runtime does not have)",
+                    format!("{:?}", r.typ()).to_uppercase().replace("RLIMIT", "RLIMIT_"),
+                    r.hard(),
+                    host.rlim_max
+                ),
+            ));
         }
     }
     Ok(())

@@ -189,9 +189,24 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         (dir_copy(pid, req.dirfd)?, req.path.clone())
     } else {
         let abs = absolute(pid, req)?;
-        let abs = rewrite_proc_self(pid, &abs);
-        if let Some(fdnum) = own_fd_link(pid, &abs) {
-            return reopen_fd(ctx, req, fdnum);
+        let mut abs = rewrite_proc_self(pid, &abs);
+        match own_magic_link(pid, &abs) {
+            Some(Magic::Fd(n)) => return reopen_fd(ctx, req, n),
+            Some(Magic::Exe) => return reopen_exe(ctx, req),
+            // The caller's own root or cwd followed by a path: the same
+            // path from the root we resolve in, or from its cwd.
+            Some(Magic::Root(rest)) => abs = [b"/".as_slice(), &rest].concat(),
+            Some(Magic::Cwd(rest)) => {
+                abs = absolute(
+                    pid,
+                    &Request {
+                        dirfd: libc::AT_FDCWD,
+                        path: rest,
+                        ..req.clone()
+                    },
+                )?
+            }
+            None => {}
         }
         (root.try_clone()?, abs)
     };
@@ -357,7 +372,9 @@ fn ns_ids(tid: i32) -> Option<(String, String)> {
 
 /// Rewrites the self-referring aliases to the caller's own numbers.
 fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
-    let aliases: [(&[u8], &str); 6] = [
+    let aliases: [(&[u8], &str); 8] = [
+        (b"/proc/mounts", "/proc/self/mounts"),
+        (b"/proc/net", "/proc/self/net"),
         (b"/dev/fd", "/proc/self/fd"),
         (b"/dev/stdin", "/proc/self/fd/0"),
         (b"/dev/stdout", "/proc/self/fd/1"),
@@ -383,21 +400,64 @@ fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
     abs.to_vec()
 }
 
-/// `/proc/<caller's pid>/fd/<n>` (after rewriting): the fd number `n`.
-fn own_fd_link(tid: i32, abs: &[u8]) -> Option<i32> {
-    let s = std::str::from_utf8(abs).ok()?;
-    let rest = s.strip_prefix("/proc/")?;
-    let (pid, rest) = rest.split_once('/')?;
-    let rest = rest
-        .strip_prefix("task/")
-        .map(|r| r.split_once('/').map(|(_, r)| r).unwrap_or(""))
-        .unwrap_or(rest);
-    let n = rest.strip_prefix("fd/")?;
-    let (ns_pid, _) = ns_ids(tid)?;
-    if pid != ns_pid {
-        return None;
+/// A magic link of the caller's own `/proc/<pid>` (or `/proc/<pid>/task/<tid>`).
+enum Magic {
+    /// `fd/<n>`
+    Fd(i32),
+    /// `exe`
+    Exe,
+    /// `root/<rest>`
+    Root(Vec<u8>),
+    /// `cwd/<rest>` (rest may be empty: the cwd itself, as ".")
+    Cwd(Vec<u8>),
+}
+
+/// Recognises the caller's own magic links, which openat2 refuses with
+/// RESOLVE_NO_MAGICLINKS; other processes' stay refused (ELOOP).
+fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
+    let rest = abs.strip_prefix(b"/proc/")?;
+    let slash = rest.iter().position(|&b| b == b'/')?;
+    let (pid, mut rest) = (std::str::from_utf8(&rest[..slash]).ok()?, &rest[slash + 1..]);
+    if let Some(r) = rest.strip_prefix(b"task/") {
+        let s = r.iter().position(|&b| b == b'/')?;
+        rest = &r[s + 1..];
     }
-    n.parse().ok()
+    let (head, tail) = match rest.iter().position(|&b| b == b'/') {
+        Some(i) => (&rest[..i], rest[i + 1..].to_vec()),
+        None => (rest, Vec::new()),
+    };
+    let magic = match head {
+        b"fd" => {
+            let n = std::str::from_utf8(&tail).ok()?.trim_end_matches('/').parse().ok()?;
+            Magic::Fd(n)
+        }
+        b"exe" if tail.is_empty() => Magic::Exe,
+        b"root" => Magic::Root(tail),
+        b"cwd" => Magic::Cwd(if tail.is_empty() { b".".to_vec() } else { tail }),
+        _ => return None,
+    };
+    let (ns_pid, _) = ns_ids(tid)?;
+    (pid == ns_pid).then_some(magic)
+}
+
+/// An open of the caller's own `/proc/self/exe`: the binary it runs, opened
+/// through our view of its procfs entry, after checking its container path.
+fn reopen_exe(ctx: &Ctx<'_>, req: &Request) -> Result<Done, Denied> {
+    let pid = ctx.pid();
+    let root = sys::openat2(
+        cwd_fd(),
+        &cstr(format!("/proc/{pid}/root"))?,
+        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        0,
+        0,
+    )?;
+    let flags = (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_TRUNC) as u64);
+    let fd = sys::openat2(cwd_fd(), &cstr(format!("/proc/{pid}/exe"))?, flags, 0, 0)?;
+    let path = container_path(&root, &fd)?;
+    if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) {
+        return Err(Denied::Policy(path.to_string_lossy().into_owned()));
+    }
+    Ok(Done::Fd(fd))
 }
 
 /// A reopen of the caller's own fd through `/proc/self/fd/N`: done on a

@@ -44,7 +44,7 @@ pub fn sysinfo(ctx: &Ctx<'_>) -> Outcome {
         return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", String::new());
     };
     let unit = u64::from(si.mem_unit.max(1));
-    let host_total = si.totalram as u64 * unit;
+    let host_total = si.totalram * unit;
     if let Some((limit, usage)) = cgroup_memory(ctx.pid()) {
         if limit < host_total {
             si.mem_unit = 1;
@@ -60,7 +60,7 @@ pub fn sysinfo(ctx: &Ctx<'_>) -> Outcome {
     si.loads = [0; 3];
     let detail = format!(
         "totalram {} uptime {}",
-        si.totalram as u64 * u64::from(si.mem_unit.max(1)),
+        si.totalram * u64::from(si.mem_unit.max(1)),
         si.uptime
     );
     let reply = match sys::write_mem(ctx.pid(), ctx.arg(0), sys::pod_bytes(&si)) {
