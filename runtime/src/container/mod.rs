@@ -107,7 +107,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 fn lib(what: impl Into<String>) -> impl FnOnce(libcontainer::error::LibcontainerError) -> Error {
     let what = what.into();
-    move |source| Error::Lib { what, source: Box::new(source) }
+    move |source| Error::Lib {
+        what,
+        source: Box::new(source),
+    }
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
