@@ -3,7 +3,7 @@
 # (Debian 12, as root). Safe to run again.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends \
+apt-get -o DPkg::Lock::Timeout=600 update -qq
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
   libseccomp-dev pkg-config gcc libc6-dev make jq procps iproute2 \
-  busybox-static debootstrap runc crun >/dev/null
+  busybox-static debootstrap runc crun containerd >/dev/null

@@ -388,3 +388,49 @@ fn python_stdlib_program_runs_unchanged_under_the_default_policy() {
     let out = ok(&env.run(&unique("pystd")));
     assert_eq!(out.trim(), "42 42 2");
 }
+
+#[test]
+fn emulated_open_honours_the_callers_credentials() {
+    use std::os::unix::fs::{chown, PermissionsExt};
+    let host = TempDir::new("creds");
+    let d = host.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, uid, mode) in [("root-only", 0, 0o600), ("mine", 1000, 0o600), ("group", 0, 0o640)] {
+        let f = d.join(name);
+        std::fs::write(&f, format!("{name}\n")).unwrap();
+        chown(&f, Some(uid), Some(if name == "group" { 2000 } else { uid })).unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let private = d.join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(private.join("f"), "x\n").unwrap();
+
+    let mut env = Env::busybox(&[]);
+    env.config["process"]["user"] = json!({"uid": 1000, "gid": 1000, "additionalGids": [2000]});
+    env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": "/d", "type": "bind", "source": d, "options": ["rbind", "rw"]}));
+    let lines = sh(
+        &env,
+        &unique("creds"),
+        "probe read /d/root-only; probe read /d/mine; probe read /d/group; probe write /d/new x; \
+         probe read /d/private/f; probe write /d/mine y; probe read /d/mine",
+    );
+    assert_eq!(
+        lines,
+        [
+            "err EACCES",
+            "ok mine",
+            "ok group",
+            "err EACCES",
+            "err EACCES",
+            "ok 1",
+            "ok y"
+        ],
+        "uid 1000 with group 2000 gets exactly what the kernel would give it"
+    );
+    assert!(!d.join("new").exists());
+}

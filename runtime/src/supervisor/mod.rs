@@ -10,6 +10,7 @@
 //! init exits; if it dies for any reason the watchdog kills the container.
 
 pub mod audit;
+pub mod creds;
 pub mod handshake;
 mod notify;
 pub mod syscalls;

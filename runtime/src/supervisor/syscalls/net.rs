@@ -19,6 +19,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::{Ctx, Outcome, Reply};
 use crate::policy::NetAction;
+use crate::supervisor::creds::{self, Creds};
 use crate::sys;
 
 /// Largest payload copied for one sendto/sendmsg; a longer stream write is
@@ -208,18 +209,27 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         Ok(None) => (addr.bytes.clone(), None),
         Err(e) => return Outcome::new(Reply::Errno(e), "allow", detail),
     };
-    if is_blocking(&sock) {
+    let blocking = is_blocking(&sock);
+    // A unix socket file is reached with the caller's credentials (connect
+    // needs write permission on it).
+    let creds = match dir.as_ref().map(|_| Creds::of(pid)).transpose() {
+        Ok(c) => c,
+        Err(_) => return Outcome::new(Reply::Errno(libc::ESRCH), "allow", detail),
+    };
+    let run = move || {
+        let r = match &creds {
+            Some(c) => creds::with(c, || do_connect(&sock, &bytes)).unwrap_or(Reply::Errno(libc::EPERM)),
+            None => do_connect(&sock, &bytes),
+        };
+        drop(dir);
+        r
+    };
+    if blocking {
         let d2 = detail.clone();
-        let job = Box::new(move |_: &Ctx<'_>| {
-            let r = do_connect(&sock, &bytes);
-            drop(dir);
-            Outcome::new(r, "allow", d2)
-        });
+        let job = Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2));
         return Outcome::new(Reply::Blocking(job), "allow", detail);
     }
-    let r = do_connect(&sock, &bytes);
-    drop(dir);
-    Outcome::new(r, "allow", detail)
+    Outcome::new(run(), "allow", detail)
 }
 
 /// sendto(fd, buf, len, flags, addr, addrlen) with a non-null addr.

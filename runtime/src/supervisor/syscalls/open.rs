@@ -26,6 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::{Ctx, Outcome, Reply};
+use crate::supervisor::creds::{self, Creds};
 use crate::sys;
 
 const PATH_MAX: usize = 4096;
@@ -169,8 +170,17 @@ impl From<std::io::Error> for Denied {
     }
 }
 
+/// Runs `f` with the caller's filesystem credentials (see [`creds`]).
+fn as_caller<T>(c: &Creds, f: impl FnOnce() -> std::io::Result<T>) -> Result<T, Denied> {
+    match creds::with(c, f) {
+        Ok(r) => r.map_err(Into::into),
+        Err(_) => Err(Denied::Errno(libc::EPERM)),
+    }
+}
+
 fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied> {
     let pid = ctx.pid();
+    let creds = Creds::of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
     let policy = &ctx.sup.policy.paths;
     let proc_dir = format!("/proc/{pid}");
     let root = sys::openat2(
@@ -191,8 +201,8 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         let abs = absolute(pid, req)?;
         let mut abs = rewrite_proc_self(pid, &abs);
         match own_magic_link(pid, &abs) {
-            Some(Magic::Fd(n)) => return reopen_fd(ctx, req, n),
-            Some(Magic::Exe) => return reopen_exe(ctx, req),
+            Some(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
+            Some(Magic::Exe) => return reopen_exe(ctx, req, &creds),
             // The caller's own root or cwd followed by a path: the same
             // path from the root we resolve in, or from its cwd.
             Some(Magic::Root(rest)) => abs = [b"/".as_slice(), &rest].concat(),
@@ -220,13 +230,16 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     if creating && !policy.is_empty() {
         // Check where the file would be created before creating it.
         let (parent, name) = split_parent(&target);
-        let dir = sys::openat2(
-            base.as_fd(),
-            &cstr(parent)?,
-            (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-            0,
-            resolve,
-        )?;
+        let parent = cstr(parent)?;
+        let dir = as_caller(&creds, || {
+            sys::openat2(
+                base.as_fd(),
+                &parent,
+                (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+                0,
+                resolve,
+            )
+        })?;
         let mut prospective = container_path(&root, &dir)?;
         if prospective.as_os_str().as_bytes() != b"/" {
             prospective.push(OsStr::from_bytes(name));
@@ -243,7 +256,10 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     if blocking_requested && !may_block {
         flags |= libc::O_NONBLOCK as u64;
     }
-    let fd = match sys::openat2(base.as_fd(), &cstr(&target)?, flags, req.mode, resolve) {
+    let target = cstr(&target)?;
+    let fd = match creds::with(&creds, || sys::openat2(base.as_fd(), &target, flags, req.mode, resolve))
+        .unwrap_or_else(|_| Err(std::io::Error::from_raw_os_error(libc::EPERM)))
+    {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENXIO) && blocking_requested && !may_block => {
             return Ok(Done::MayBlock)
@@ -442,7 +458,7 @@ fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
 
 /// An open of the caller's own `/proc/self/exe`: the binary it runs, opened
 /// through our view of its procfs entry, after checking its container path.
-fn reopen_exe(ctx: &Ctx<'_>, req: &Request) -> Result<Done, Denied> {
+fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denied> {
     let pid = ctx.pid();
     let root = sys::openat2(
         cwd_fd(),
@@ -452,7 +468,17 @@ fn reopen_exe(ctx: &Ctx<'_>, req: &Request) -> Result<Done, Denied> {
         0,
     )?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_TRUNC) as u64);
-    let fd = sys::openat2(cwd_fd(), &cstr(format!("/proc/{pid}/exe"))?, flags, 0, 0)?;
+    // Open the link as root (procfs checks ptrace access), then check the
+    // caller may open the binary itself: reopen our copy as the caller.
+    let exe = sys::openat2(
+        cwd_fd(),
+        &cstr(format!("/proc/{pid}/exe"))?,
+        (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        0,
+        0,
+    )?;
+    let link = cstr(format!("/proc/self/fd/{}", exe.as_raw_fd()))?;
+    let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     let path = container_path(&root, &fd)?;
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
@@ -462,7 +488,7 @@ fn reopen_exe(ctx: &Ctx<'_>, req: &Request) -> Result<Done, Denied> {
 
 /// A reopen of the caller's own fd through `/proc/self/fd/N`: done on a
 /// pidfd_getfd copy, after checking the path of the object it refers to.
-fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32) -> Result<Done, Denied> {
+fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32, creds: &Creds) -> Result<Done, Denied> {
     let pid = ctx.pid();
     let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
     let copy = sys::pidfd_getfd(pidfd.as_fd(), fdnum).map_err(|_| Denied::Errno(libc::ENOENT))?;
@@ -477,13 +503,9 @@ fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32) -> Result<Done, Denied> {
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
-    let fd = sys::openat2(
-        cwd_fd(),
-        &cstr(format!("/proc/self/fd/{}", copy.as_raw_fd()))?,
-        (req.flags | libc::O_CLOEXEC as u64) & !(libc::O_CREAT as u64),
-        0,
-        0,
-    )?;
+    let link = cstr(format!("/proc/self/fd/{}", copy.as_raw_fd()))?;
+    let flags = (req.flags | libc::O_CLOEXEC as u64) & !(libc::O_CREAT as u64);
+    let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     Ok(Done::Fd(fd))
 }
 

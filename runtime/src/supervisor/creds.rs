@@ -1,0 +1,176 @@
+//! Acting with the caller's credentials.
+//!
+//! The supervisor runs as root with every capability, so a file it opens
+//! for a container process must be opened with that process's filesystem
+//! credentials, or an unprivileged container user could read
+//! `/etc/shadow` through the emulation. Linux keeps fsuid, fsgid,
+//! supplementary groups and capabilities per thread (the raw syscalls, not
+//! glibc's process-wide wrappers), so a handler thread can take on the
+//! caller's credentials around the access and restore its own after.
+//!
+//! The caller's credentials are read from `/proc/<tid>/status`, which the
+//! kernel prints in the reader's user namespace. A caller in another user
+//! namespace gets no capabilities here: its capabilities only apply inside
+//! its own namespace.
+
+use std::io;
+
+/// Filesystem credentials of one thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Creds {
+    /// Filesystem uid.
+    pub fsuid: u32,
+    /// Filesystem gid.
+    pub fsgid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+    /// Effective capability mask.
+    pub cap_eff: u64,
+}
+
+impl Creds {
+    /// Parses the `Uid:`, `Gid:`, `Groups:` and `CapEff:` lines of a
+    /// `/proc/<tid>/status` text.
+    pub fn parse(status: &str) -> Option<Self> {
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+        let fourth = |v: &str| v.split_whitespace().nth(3).and_then(|x| x.parse().ok());
+        Some(Creds {
+            fsuid: fourth(field("Uid:")?)?,
+            fsgid: fourth(field("Gid:")?)?,
+            groups: field("Groups:")?
+                .split_whitespace()
+                .filter_map(|g| g.parse().ok())
+                .collect(),
+            cap_eff: u64::from_str_radix(field("CapEff:")?, 16).ok()?,
+        })
+    }
+
+    /// The credentials of host thread `tid`, capabilities cleared when it
+    /// lives in another user namespace than the supervisor.
+    pub fn of(tid: i32) -> io::Result<Self> {
+        let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+        let mut c = Self::parse(&status).ok_or_else(|| io::Error::other("unparsable /proc status"))?;
+        let theirs = std::fs::metadata(format!("/proc/{tid}/ns/user"))?;
+        let ours = std::fs::metadata("/proc/self/ns/user")?;
+        use std::os::unix::fs::MetadataExt;
+        if (theirs.dev(), theirs.ino()) != (ours.dev(), ours.ino()) {
+            c.cap_eff = 0;
+        }
+        Ok(c)
+    }
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_V3: u32 = 0x2008_0522;
+
+fn capget() -> io::Result<[CapData; 2]> {
+    let mut h = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut d = [CapData::default(); 2];
+    // SAFETY: header and a two-element data array as capget(2) requires
+    // for _LINUX_CAPABILITY_VERSION_3; both live on our stack.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut CapHeader, d.as_mut_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(d)
+}
+
+fn capset_effective(d: &[CapData; 2], eff: u64) -> io::Result<()> {
+    let mut h = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut n = *d;
+    n[0].effective = (eff as u32) & d[0].permitted;
+    n[1].effective = ((eff >> 32) as u32) & d[1].permitted;
+    // SAFETY: as in capget; capset(2) only reads the arrays. pid 0 is the
+    // calling thread, so only this thread's set changes.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut CapHeader, n.as_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn raw(nr: libc::c_long, a: libc::c_long, b: libc::c_long) -> io::Result<libc::c_long> {
+    // SAFETY: the credential syscalls below take integers or a pointer to a
+    // gid array that outlives the call; they affect only this thread.
+    let r = unsafe { libc::syscall(nr, a, b) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Runs `f` on this thread with `c`'s filesystem credentials, then
+/// restores the thread's own. If the switch fails, `f` does not run.
+pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
+    let saved_caps = capget()?;
+    let mut saved_groups = vec![0 as libc::gid_t; 256];
+    let n = raw(
+        libc::SYS_getgroups,
+        saved_groups.len() as _,
+        saved_groups.as_mut_ptr() as _,
+    )?;
+    saved_groups.truncate(n as usize);
+    let restore = |caps: &[CapData; 2]| {
+        let full = u64::from(caps[0].permitted) | (u64::from(caps[1].permitted) << 32);
+        let _ = capset_effective(caps, full);
+        let _ = raw(libc::SYS_setfsuid, 0, 0);
+        let _ = raw(libc::SYS_setfsgid, 0, 0);
+        let _ = raw(libc::SYS_setgroups, saved_groups.len() as _, saved_groups.as_ptr() as _);
+    };
+    let switch = || -> io::Result<()> {
+        raw(libc::SYS_setgroups, c.groups.len() as _, c.groups.as_ptr() as _)?;
+        raw(libc::SYS_setfsgid, c.fsgid as _, 0)?;
+        raw(libc::SYS_setfsuid, c.fsuid as _, 0)?;
+        // setfsuid returns the previous value; check the switch happened.
+        if raw(libc::SYS_setfsuid, -1, 0)? as u32 != c.fsuid {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        capset_effective(&saved_caps, c.cap_eff)
+    };
+    if let Err(e) = switch() {
+        restore(&saved_caps);
+        return Err(e);
+    }
+    let out = f();
+    restore(&saved_caps);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_status() {
+        let s = "Name:\tsh\nUid:\t1000\t1001\t1002\t1003\nGid:\t20\t21\t22\t23\nGroups:\t2000 2001 \nCapEff:\t0000000000000420\n";
+        assert_eq!(
+            Creds::parse(s),
+            Some(Creds {
+                fsuid: 1003,
+                fsgid: 23,
+                groups: vec![2000, 2001],
+                cap_eff: 0x420
+            })
+        );
+    }
+}
