@@ -434,3 +434,61 @@ fn emulated_open_honours_the_callers_credentials() {
     );
     assert!(!d.join("new").exists());
 }
+
+#[test]
+fn policy_commands_and_annotation_errors() {
+    let env = Env::busybox(&["true"]);
+    let out = ok(&env.cordon(&["policy", "show", "default"]));
+    assert!(
+        out.contains("name = \"default\"") && out.contains("kexec_load"),
+        "{out}"
+    );
+    let dir = TempDir::new("pol");
+    let good = dir.path().join("good.toml");
+    std::fs::write(
+        &good,
+        "name = \"g\"\nextends = \"default\"\n[[path]]\npattern = \"/x/**\"\naccess = \"deny\"\n",
+    )
+    .unwrap();
+    let out = ok(&env.cordon(&["policy", "check", &good.to_string_lossy()]));
+    assert!(out.contains("ok"), "{out}");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"b\"\n[[syscall]]\nnames = [\"read\", \"forkk\"]\naction = \"deny\"\n",
+    )
+    .unwrap();
+    let out = env.cordon(&["policy", "check", &bad.to_string_lossy()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("syscall[0].names[1]") && err.contains("forkk"), "{err}");
+
+    // A container whose annotation names a broken policy is not created.
+    let mut env = Env::busybox(&["true"]);
+    env.annotate("org.cordon.policy", &bad.to_string_lossy());
+    let id = unique("badpol");
+    let out = env.create(&id);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("forkk"), "{}", stderr(&out));
+    assert!(
+        stdout(&env.cordon(&["list", "-q"])).trim().is_empty(),
+        "nothing left behind"
+    );
+    assert!(
+        !env.root.path().join(".cordon").join(&id).exists(),
+        "no supervisor dir left behind"
+    );
+    env.annotate("org.cordon.policy", "no-such-policy");
+    let out = env.create(&id);
+    assert!(
+        stderr(&out).contains("no such built-in policy or file"),
+        "{}",
+        stderr(&out)
+    );
+
+    // `cordon syscalls` is the table the filter is compiled from.
+    let out = ok(&env.cordon(&["syscalls", "--format", "csv"]));
+    assert!(out.contains("321,bpf,\"deny (EPERM)\""), "{out}");
+    assert!(out.contains("63,uname,\"emulate\""), "{out}");
+}

@@ -31,6 +31,11 @@ pub const EMULATED: &[&str] = &[
     "uname", "sysinfo", "open", "openat", "openat2", "creat", "connect", "sendto", "sendmsg",
 ];
 
+/// Syscalls a container process makes between installing its filter and
+/// handing the listener over (see `supervisor::handshake`): sending them to
+/// the supervisor would deadlock.
+pub const HANDOVER: &[&str] = &["write", "read", "close"];
+
 /// Errors from loading or validating a policy. Messages name the rule and field.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -200,6 +205,12 @@ impl Policy {
             for (j, name) in r.names.iter().enumerate() {
                 let nr = table::number(name)
                     .ok_or_else(|| invalid(format!("{at}.names[{j}]"), format!("unknown syscall {name:?}")))?;
+                if matches!(r.action, Action::Emulate | Action::Audit) && HANDOVER.contains(&name.as_str()) {
+                    return Err(invalid(
+                        format!("{at}.names[{j}]"),
+                        format!("{name} cannot go to the supervisor: it carries the listener handover"),
+                    ));
+                }
                 if r.action == Action::Emulate && !EMULATED.contains(&name.as_str()) {
                     return Err(invalid(
                         format!("{at}.names[{j}]"),
@@ -299,6 +310,8 @@ mod tests {
         assert!(e.to_string().contains("read cannot be emulated"), "{e}");
         let e = Policy::from_toml("name='x'\n[[net]]\ncidr='10.0.0.0/33'\naction='deny'\n", "t").unwrap_err();
         assert!(e.to_string().contains("net[0].cidr"), "{e}");
+        let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['write']\naction='audit'\n", "t").unwrap_err();
+        assert!(e.to_string().contains("listener handover"), "{e}");
         let e = Policy::from_toml("name='x'\nbogus=1\n", "t").unwrap_err();
         assert!(e.to_string().contains("bogus"), "{e}");
         let e = Policy::from_toml(
