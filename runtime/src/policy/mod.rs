@@ -306,8 +306,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("syscall[0].errno"), "{e}");
-        let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['read']\naction='emulate'\n", "t").unwrap_err();
-        assert!(e.to_string().contains("read cannot be emulated"), "{e}");
+        let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['getpid']\naction='emulate'\n", "t").unwrap_err();
+        assert!(e.to_string().contains("getpid cannot be emulated"), "{e}");
         let e = Policy::from_toml("name='x'\n[[net]]\ncidr='10.0.0.0/33'\naction='deny'\n", "t").unwrap_err();
         assert!(e.to_string().contains("net[0].cidr"), "{e}");
         let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['write']\naction='audit'\n", "t").unwrap_err();
