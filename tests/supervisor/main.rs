@@ -492,3 +492,26 @@ fn policy_commands_and_annotation_errors() {
     assert!(out.contains("321,bpf,\"deny (EPERM)\""), "{out}");
     assert!(out.contains("63,uname,\"emulate\""), "{out}");
 }
+
+#[test]
+fn the_supervisor_runs_under_its_own_seccomp_filters() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("confined");
+    ok(&env.create(&id));
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.root.path().join(".cordon").join(&id).join("meta.json")).unwrap())
+            .unwrap();
+    let pid = meta["supervisor_pid"].as_i64().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(str::trim)
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(field("Seccomp:"), "2", "filter mode");
+    assert_eq!(field("Seccomp_filters:"), "2", "the fatal list and the allowed list");
+    ok(&env.cordon(&["delete", "--force", &id]));
+}

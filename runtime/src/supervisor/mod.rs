@@ -10,6 +10,7 @@
 //! init exits; if it dies for any reason the watchdog kills the container.
 
 pub mod audit;
+mod confine;
 pub mod creds;
 pub mod handshake;
 mod notify;
@@ -90,6 +91,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(io_err("chmod socket"))?;
 
     let watchdog = watchdog::spawn().map_err(io_err("start watchdog"))?;
+    confine::confine().map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
     let sup = Arc::new(Supervisor {
         policy,
         audit,
