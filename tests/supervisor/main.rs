@@ -153,7 +153,11 @@ fn files_env() -> Files {
         "name = \"files\"\nextends = \"default\"\n\
          [[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n\
          [[path]]\npattern = \"/secret\"\naccess = \"deny\"\n\
-         [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n",
+         [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n\
+         [[syscall]]\nnames = [\"stat\", \"lstat\", \"newfstatat\", \"statx\", \"access\", \"faccessat\", \
+         \"faccessat2\", \"readlink\", \"readlinkat\", \"mkdir\", \"mkdirat\", \"unlink\", \"unlinkat\", \"rmdir\", \
+         \"rename\", \"renameat\", \"renameat2\", \"link\", \"linkat\", \"symlink\", \"symlinkat\", \"chmod\", \
+         \"fchmodat\", \"chown\", \"lchown\", \"fchownat\", \"truncate\", \"mknod\", \"mknodat\"]\naction = \"emulate\"\n",
     )
     .unwrap();
     let mut env = Env::busybox(&[]);
@@ -514,4 +518,44 @@ fn the_supervisor_runs_under_its_own_seccomp_filters() {
     assert_eq!(field("Seccomp:"), "2", "filter mode");
     assert_eq!(field("Seccomp_filters:"), "2", "the fatal list and the allowed list");
     ok(&env.cordon(&["delete", "--force", &id]));
+}
+
+#[test]
+fn file_policy_covers_metadata_and_tree_changes() {
+    let f = files_env();
+    let id = unique("meta");
+    let r = |cmd: &str| format!("{cmd} >/dev/null 2>&1 && echo yes || echo no;");
+    let script = [
+        "probe stat /secret/key;".to_string(),
+        "probe stat /data/ok.txt;".to_string(),
+        r("test -e /secret/key"),
+        r("readlink /data/abs-link"),
+        r("rm -f /secret/key"),
+        r("mv /secret/key /work/stolen"),
+        r("ln /secret/key /work/hard"),
+        r("chmod 777 /secret/key"),
+        r("mkdir /secret/d"),
+        r("mkdir /etc/d"),
+        r("mkdir /work/d && rmdir /work/d"),
+        r("cp /data/ok.txt /work/c && mv /work/c /work/e && ln -s /work/e /work/l && chmod 600 /work/e && rm /work/e /work/l"),
+        "umask 077; probe write /work/u x >/dev/null; stat -c %a /work/u; mkdir /work/ud; stat -c %a /work/ud;".to_string(),
+    ]
+    .concat();
+    let lines = sh(&f.env, &id, &script);
+    assert_eq!(lines[0], "err EACCES", "stat of a denied file: {lines:?}");
+    assert_eq!(lines[1], "ok 5", "stat of an allowed file: {lines:?}");
+    assert_eq!(
+        &lines[2..12],
+        ["no", "yes", "no", "no", "no", "no", "no", "no", "yes", "yes"],
+        "{lines:?}"
+    );
+    assert_eq!(&lines[12..14], ["600", "700"], "the caller's umask applies: {lines:?}");
+    let key = f._host.path().join("secret/key");
+    assert_eq!(
+        std::fs::read_to_string(&key).unwrap(),
+        "TOPSECRET\n",
+        "denied file untouched"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_ne!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o777);
 }

@@ -26,6 +26,8 @@ pub struct Creds {
     pub groups: Vec<u32>,
     /// Effective capability mask.
     pub cap_eff: u64,
+    /// File mode creation mask, applied by the supervisor (its own is 0).
+    pub umask: u32,
 }
 
 impl Creds {
@@ -42,6 +44,9 @@ impl Creds {
                 .filter_map(|g| g.parse().ok())
                 .collect(),
             cap_eff: u64::from_str_radix(field("CapEff:")?, 16).ok()?,
+            umask: field("Umask:")
+                .and_then(|u| u32::from_str_radix(u, 8).ok())
+                .unwrap_or(0o022),
         })
     }
 
@@ -162,14 +167,15 @@ mod tests {
 
     #[test]
     fn parses_status() {
-        let s = "Name:\tsh\nUid:\t1000\t1001\t1002\t1003\nGid:\t20\t21\t22\t23\nGroups:\t2000 2001 \nCapEff:\t0000000000000420\n";
+        let s = "Name:\tsh\nUmask:\t0077\nUid:\t1000\t1001\t1002\t1003\nGid:\t20\t21\t22\t23\nGroups:\t2000 2001 \nCapEff:\t0000000000000420\n";
         assert_eq!(
             Creds::parse(s),
             Some(Creds {
                 fsuid: 1003,
                 fsgid: 23,
                 groups: vec![2000, 2001],
-                cap_eff: 0x420
+                cap_eff: 0x420,
+                umask: 0o077,
             })
         );
     }

@@ -90,6 +90,9 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     let listener = UnixListener::bind(&sock_path).map_err(io_err(format!("bind {}", sock_path.display())))?;
     std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(io_err("chmod socket"))?;
 
+    // Handlers apply each caller's umask themselves.
+    // SAFETY: umask(2) only changes this process's file mode creation mask.
+    unsafe { libc::umask(0) };
     let watchdog = watchdog::spawn().map_err(io_err("start watchdog"))?;
     confine::confine().map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
     let sup = Arc::new(Supervisor {

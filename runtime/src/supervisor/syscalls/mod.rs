@@ -4,8 +4,10 @@
 //! that copy, acts, and returns a [`Reply`]. No handler answers CONTINUE
 //! after a decision that read caller memory: the kernel would read it again.
 
+mod fs;
 mod net;
 mod open;
+mod path;
 mod sysinfo;
 mod uname;
 
@@ -95,7 +97,7 @@ pub fn dispatch(ctx: &Ctx<'_>, name: &str) -> Outcome {
         "connect" => net::connect(ctx),
         "sendto" => net::sendto(ctx),
         "sendmsg" => net::sendmsg(ctx),
-        _ => Outcome::new(Reply::Errno(libc::ENOSYS), "deny", summary(name, ctx.notif)),
+        _ => fs::fs(ctx, name),
     }
 }
 

@@ -20,22 +20,15 @@
 //! denied file is never created. Opens that can block (a FIFO without
 //! O_NONBLOCK) are finished on their own thread.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::path::*;
 use super::{Ctx, Outcome, Reply};
 use crate::supervisor::creds::{self, Creds};
 use crate::sys;
-
-const PATH_MAX: usize = 4096;
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_BENEATH: u64 = 0x08;
-const RESOLVE_IN_ROOT: u64 = 0x10;
-const RESOLVE_NO_XDEV: u64 = 0x01;
-const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
 
 /// The decoded arguments of one open-family call.
 #[derive(Debug, Clone)]
@@ -157,27 +150,6 @@ enum Done {
     MayBlock,
 }
 
-enum Denied {
-    /// The policy refused this container path.
-    Policy(String),
-    /// The open itself failed with this errno.
-    Errno(i32),
-}
-
-impl From<std::io::Error> for Denied {
-    fn from(e: std::io::Error) -> Self {
-        Denied::Errno(e.raw_os_error().unwrap_or(libc::EIO))
-    }
-}
-
-/// Runs `f` with the caller's filesystem credentials (see [`creds`]).
-fn as_caller<T>(c: &Creds, f: impl FnOnce() -> std::io::Result<T>) -> Result<T, Denied> {
-    match creds::with(c, f) {
-        Ok(r) => r.map_err(Into::into),
-        Err(_) => Err(Denied::Errno(libc::EPERM)),
-    }
-}
-
 fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied> {
     let pid = ctx.pid();
     let creds = Creds::of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
@@ -198,7 +170,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     let (base, target): (OwnedFd, Vec<u8>) = if scoped {
         (dir_copy(pid, req.dirfd)?, req.path.clone())
     } else {
-        let abs = absolute(pid, req)?;
+        let abs = absolute(pid, req.dirfd, &req.path)?;
         let mut abs = rewrite_proc_self(pid, &abs);
         match own_magic_link(pid, &abs) {
             Some(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
@@ -206,16 +178,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
             // The caller's own root or cwd followed by a path: the same
             // path from the root we resolve in, or from its cwd.
             Some(Magic::Root(rest)) => abs = [b"/".as_slice(), &rest].concat(),
-            Some(Magic::Cwd(rest)) => {
-                abs = absolute(
-                    pid,
-                    &Request {
-                        dirfd: libc::AT_FDCWD,
-                        path: rest,
-                        ..req.clone()
-                    },
-                )?
-            }
+            Some(Magic::Cwd(rest)) => abs = absolute(pid, libc::AT_FDCWD, &rest)?,
             None => {}
         }
         (root.try_clone()?, abs)
@@ -257,7 +220,9 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         flags |= libc::O_NONBLOCK as u64;
     }
     let target = cstr(&target)?;
-    let fd = match creds::with(&creds, || sys::openat2(base.as_fd(), &target, flags, req.mode, resolve))
+    // The supervisor's umask is 0: the caller's is applied here.
+    let mode = req.mode & !u64::from(creds.umask);
+    let fd = match creds::with(&creds, || sys::openat2(base.as_fd(), &target, flags, mode, resolve))
         .unwrap_or_else(|_| Err(std::io::Error::from_raw_os_error(libc::EPERM)))
     {
         Ok(fd) => fd,
@@ -282,178 +247,6 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFL(fl)).map_err(|e| Denied::Errno(e as i32))?;
     }
     Ok(Done::Fd(fd))
-}
-
-fn cwd_fd() -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: AT_FDCWD is a constant understood by the *at syscalls, never
-    // closed or dereferenced as a real fd.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::AT_FDCWD) }
-}
-
-fn cstr(b: impl AsRef<[u8]>) -> Result<CString, Denied> {
-    CString::new(b.as_ref()).map_err(|_| Denied::Errno(libc::EINVAL))
-}
-
-/// A pidfd for thread `tid` (PIDFD_THREAD, Linux 6.9), or its process.
-fn pidfd_of(tid: i32) -> std::io::Result<OwnedFd> {
-    // SAFETY: integer arguments only.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
-    if r >= 0 {
-        // SAFETY: a new fd returned by the kernel, owned by us.
-        return Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(r as i32) });
-    }
-    sys::pidfd_open(tid)
-}
-
-/// Our copy of the caller's fd `dirfd`.
-fn dir_copy(pid: i32, dirfd: i32) -> Result<OwnedFd, Denied> {
-    if dirfd == libc::AT_FDCWD {
-        return sys::openat2(
-            cwd_fd(),
-            &cstr(format!("/proc/{pid}/cwd"))?,
-            (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-            0,
-            0,
-        )
-        .map_err(Into::into);
-    }
-    let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
-    sys::pidfd_getfd(pidfd.as_fd(), dirfd).map_err(|_| Denied::Errno(libc::EBADF))
-}
-
-/// The container path of an object we hold, given the caller's root.
-/// readlink of `/proc/self/fd/N` names it from the root of its mount
-/// namespace, which for a pivoted container is the container's root.
-fn container_path(root: &OwnedFd, fd: &OwnedFd) -> Result<PathBuf, Denied> {
-    let link = |f: &OwnedFd| std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()));
-    let p = link(fd)?;
-    let r = link(root)?;
-    // Without pivot_root (chroot, --no-pivot) the path includes the rootfs.
-    if r != Path::new("/") {
-        if let Ok(rest) = p.strip_prefix(&r) {
-            return Ok(Path::new("/").join(rest));
-        }
-    }
-    Ok(p)
-}
-
-/// The caller's path made absolute inside the container.
-fn absolute(pid: i32, req: &Request) -> Result<Vec<u8>, Denied> {
-    if req.path.first() == Some(&b'/') {
-        return Ok(req.path.clone());
-    }
-    let root = sys::openat2(
-        cwd_fd(),
-        &cstr(format!("/proc/{pid}/root"))?,
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        0,
-    )?;
-    let dir = dir_copy(pid, req.dirfd)?;
-    let st = nix::sys::stat::fstat(dir.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-        return Err(Denied::Errno(libc::ENOTDIR));
-    }
-    let base = container_path(&root, &dir)?;
-    let mut out = base.as_os_str().as_bytes().to_vec();
-    if out.last() != Some(&b'/') {
-        out.push(b'/');
-    }
-    out.extend_from_slice(&req.path);
-    Ok(out)
-}
-
-/// The caller's pid and tid as its own pid namespace numbers them.
-fn ns_ids(tid: i32) -> Option<(String, String)> {
-    let last = |s: &str| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("NSpid:"))
-            .and_then(|v| v.split_whitespace().last().map(str::to_string))
-    };
-    let thread = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    let tgid: i32 = thread
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))?
-        .trim()
-        .parse()
-        .ok()?;
-    let ns_tid = last(&thread)?;
-    let ns_pid = if tgid == tid {
-        ns_tid.clone()
-    } else {
-        last(&std::fs::read_to_string(format!("/proc/{tgid}/status")).ok()?)?
-    };
-    Some((ns_pid, ns_tid))
-}
-
-/// Rewrites the self-referring aliases to the caller's own numbers.
-fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
-    let aliases: [(&[u8], &str); 8] = [
-        (b"/proc/mounts", "/proc/self/mounts"),
-        (b"/proc/net", "/proc/self/net"),
-        (b"/dev/fd", "/proc/self/fd"),
-        (b"/dev/stdin", "/proc/self/fd/0"),
-        (b"/dev/stdout", "/proc/self/fd/1"),
-        (b"/dev/stderr", "/proc/self/fd/2"),
-        (b"/proc/thread-self", "/proc/thread-self"),
-        (b"/proc/self", "/proc/self"),
-    ];
-    for (prefix, repl) in aliases {
-        let rest = match abs.strip_prefix(prefix) {
-            Some(r) if r.is_empty() || r[0] == b'/' => r,
-            _ => continue,
-        };
-        let Some((ns_pid, ns_tid)) = ns_ids(tid) else {
-            return abs.to_vec();
-        };
-        let repl = repl
-            .replace("/proc/thread-self", &format!("/proc/{ns_pid}/task/{ns_tid}"))
-            .replace("/proc/self", &format!("/proc/{ns_pid}"));
-        let mut out = repl.into_bytes();
-        out.extend_from_slice(rest);
-        return out;
-    }
-    abs.to_vec()
-}
-
-/// A magic link of the caller's own `/proc/<pid>` (or `/proc/<pid>/task/<tid>`).
-enum Magic {
-    /// `fd/<n>`
-    Fd(i32),
-    /// `exe`
-    Exe,
-    /// `root/<rest>`
-    Root(Vec<u8>),
-    /// `cwd/<rest>` (rest may be empty: the cwd itself, as ".")
-    Cwd(Vec<u8>),
-}
-
-/// Recognises the caller's own magic links, which openat2 refuses with
-/// RESOLVE_NO_MAGICLINKS; other processes' stay refused (ELOOP).
-fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
-    let rest = abs.strip_prefix(b"/proc/")?;
-    let slash = rest.iter().position(|&b| b == b'/')?;
-    let (pid, mut rest) = (std::str::from_utf8(&rest[..slash]).ok()?, &rest[slash + 1..]);
-    if let Some(r) = rest.strip_prefix(b"task/") {
-        let s = r.iter().position(|&b| b == b'/')?;
-        rest = &r[s + 1..];
-    }
-    let (head, tail) = match rest.iter().position(|&b| b == b'/') {
-        Some(i) => (&rest[..i], rest[i + 1..].to_vec()),
-        None => (rest, Vec::new()),
-    };
-    let magic = match head {
-        b"fd" => {
-            let n = std::str::from_utf8(&tail).ok()?.trim_end_matches('/').parse().ok()?;
-            Magic::Fd(n)
-        }
-        b"exe" if tail.is_empty() => Magic::Exe,
-        b"root" => Magic::Root(tail),
-        b"cwd" => Magic::Cwd(if tail.is_empty() { b".".to_vec() } else { tail }),
-        _ => return None,
-    };
-    let (ns_pid, _) = ns_ids(tid)?;
-    (pid == ns_pid).then_some(magic)
 }
 
 /// An open of the caller's own `/proc/self/exe`: the binary it runs, opened
@@ -507,21 +300,6 @@ fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32, creds: &Creds) -> Result<
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !(libc::O_CREAT as u64);
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     Ok(Done::Fd(fd))
-}
-
-fn split_parent(path: &[u8]) -> (&[u8], &[u8]) {
-    let trimmed = {
-        let mut end = path.len();
-        while end > 1 && path[end - 1] == b'/' {
-            end -= 1;
-        }
-        &path[..end]
-    };
-    match trimmed.iter().rposition(|&b| b == b'/') {
-        Some(0) => (b"/", &trimmed[1..]),
-        Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
-        None => (b".", trimmed),
-    }
 }
 
 /// open(2) flags as text for the audit trail.

@@ -1,0 +1,325 @@
+//! File metadata and directory-entry syscalls under the path policy: the
+//! stat, access and readlink families (a denied path gives EACCES, so its
+//! metadata stays hidden) and the calls that change the tree (mkdir,
+//! unlink, rename, link, symlink, chmod, chown, truncate, mknod), which need
+//! write access to every path they touch (a denied or read-only path gives
+//! EACCES).
+//!
+//! Like opens, they are performed by the supervisor on objects it resolved
+//! itself under the caller's root (openat2 RESOLVE_IN_ROOT), with the
+//! caller's credentials and umask, and the results copied back: the kernel
+//! never re-reads a path the decision was based on.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use super::path::*;
+use super::{Ctx, Outcome, Reply};
+use crate::supervisor::creds::Creds;
+use crate::sys;
+
+/// Handles one notification of the families above (the file syscalls of
+/// [`crate::policy::EMULATED`] other than the open family).
+pub fn fs(ctx: &Ctx<'_>, name: &str) -> Outcome {
+    let mut detail = String::new();
+    let reply = match run(ctx, name, &mut detail) {
+        Ok(v) => Reply::Value(v),
+        Err(Denied::Policy(p)) => return Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+        Err(Denied::Errno(e)) => Reply::Errno(e),
+    };
+    Outcome::new(reply, "allow", detail)
+}
+
+fn path_arg(ctx: &Ctx<'_>, i: usize) -> Result<Vec<u8>, Denied> {
+    sys::read_cstring(ctx.pid(), ctx.arg(i), PATH_MAX)
+        .map_err(|e| Denied::Errno(e.raw_os_error().unwrap_or(libc::EFAULT)))
+}
+
+fn check_read(ctx: &Ctx<'_>, path: &str) -> Result<(), Denied> {
+    if ctx.sup.policy.paths.access(path) == crate::policy::PathAccess::Deny {
+        return Err(Denied::Policy(path.to_string()));
+    }
+    Ok(())
+}
+
+fn check_write(ctx: &Ctx<'_>, path: &str) -> Result<(), Denied> {
+    if !ctx.sup.policy.paths.allows_open(path, libc::O_WRONLY as u64) {
+        return Err(Denied::Policy(path.to_string()));
+    }
+    Ok(())
+}
+
+fn ok_or_errno(r: libc::c_int) -> std::io::Result<i64> {
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(i64::from(r))
+    }
+}
+
+fn empty() -> CString {
+    CString::default()
+}
+
+/// An O_PATH fd's `/proc/self/fd/N` path: operations through it act on
+/// exactly that object.
+fn fd_link(fd: &OwnedFd) -> CString {
+    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
+}
+
+fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
+    let pid = ctx.pid();
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let creds = Creds::of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    // (dirfd, path argument index) of the first path, per syscall.
+    let at = |dirfd_idx: Option<usize>, path_idx: usize| -> (i32, usize) {
+        (dirfd_idx.map(fdarg).unwrap_or(libc::AT_FDCWD), path_idx)
+    };
+    match name {
+        "stat" | "lstat" | "newfstatat" => {
+            let ((dirfd, pi), flags) = match name {
+                "stat" => (at(None, 0), 0),
+                "lstat" => (at(None, 0), libc::AT_SYMLINK_NOFOLLOW),
+                _ => (at(Some(0), 1), ctx.arg(3) as i32),
+            };
+            let buf = if name == "newfstatat" { ctx.arg(2) } else { ctx.arg(1) };
+            let fd = object(ctx, dirfd, pi, flags, &creds, detail)?;
+            let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+            sys::write_mem(pid, buf, sys::pod_bytes(&st)).map_err(|_| Denied::Errno(libc::EFAULT))?;
+            Ok(0)
+        }
+        "statx" => {
+            let flags = ctx.arg(2) as i32;
+            let fd = object(ctx, fdarg(0), 1, flags, &creds, detail)?;
+            let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
+            let sync = flags & libc::AT_STATX_SYNC_TYPE;
+            // SAFETY: `stx` is a statx buffer we own; the empty path with
+            // AT_EMPTY_PATH names `fd` itself.
+            let r = unsafe {
+                libc::statx(
+                    fd.as_raw_fd(),
+                    empty().as_ptr(),
+                    libc::AT_EMPTY_PATH | sync,
+                    ctx.arg(3) as u32,
+                    stx.as_mut_ptr(),
+                )
+            };
+            ok_or_errno(r)?;
+            // SAFETY: statx succeeded and filled the buffer.
+            let stx = unsafe { stx.assume_init() };
+            sys::write_mem(pid, ctx.arg(4), sys::pod_bytes(&stx)).map_err(|_| Denied::Errno(libc::EFAULT))?;
+            Ok(0)
+        }
+        "access" | "faccessat" | "faccessat2" => {
+            let (dirfd, pi) = if name == "access" { at(None, 0) } else { at(Some(0), 1) };
+            let mode = if name == "access" { ctx.arg(1) } else { ctx.arg(2) } as i32;
+            let flags = if name == "faccessat2" { ctx.arg(3) as i32 } else { 0 };
+            let fd = object(ctx, dirfd, pi, flags & libc::AT_SYMLINK_NOFOLLOW, &creds, detail)?;
+            let link = fd_link(&fd);
+            Ok(as_caller(&creds, || {
+                // SAFETY: a NUL-terminated path we own.
+                ok_or_errno(unsafe { libc::faccessat(libc::AT_FDCWD, link.as_ptr(), mode, libc::AT_EACCESS) })
+            })?)
+        }
+        "readlink" | "readlinkat" => {
+            let (dirfd, pi) = if name == "readlink" {
+                at(None, 0)
+            } else {
+                at(Some(0), 1)
+            };
+            let (buf, size) = if name == "readlink" {
+                (ctx.arg(1), ctx.arg(2))
+            } else {
+                (ctx.arg(2), ctx.arg(3))
+            };
+            if (size as i64) <= 0 {
+                return Err(Denied::Errno(libc::EINVAL));
+            }
+            let fd = object(ctx, dirfd, pi, libc::AT_SYMLINK_NOFOLLOW, &creds, detail)?;
+            let mut out = vec![0u8; (size as usize).min(PATH_MAX)];
+            // SAFETY: `out` is ours and its length is passed.
+            let n = unsafe { libc::readlinkat(fd.as_raw_fd(), empty().as_ptr(), out.as_mut_ptr().cast(), out.len()) };
+            if n < 0 {
+                return Err(std::io::Error::last_os_error().into());
+            }
+            sys::write_mem(pid, buf, &out[..n as usize]).map_err(|_| Denied::Errno(libc::EFAULT))?;
+            Ok(n as i64)
+        }
+        "mkdir" | "mkdirat" | "mknod" | "mknodat" => {
+            let (dirfd, pi) = if name.ends_with("at") {
+                at(Some(0), 1)
+            } else {
+                at(None, 0)
+            };
+            let mode = ctx.arg(pi + 1) as u32 & !creds.umask;
+            let p = entry(ctx, dirfd, pi, &creds, detail)?;
+            as_caller(&creds, || {
+                let r = if name.starts_with("mkdir") {
+                    // SAFETY: dir fd and name we own.
+                    unsafe { libc::mkdirat(p.dir.as_raw_fd(), p.name.as_ptr(), mode) }
+                } else {
+                    // SAFETY: as above.
+                    unsafe { libc::mknodat(p.dir.as_raw_fd(), p.name.as_ptr(), mode, ctx.arg(pi + 2)) }
+                };
+                ok_or_errno(r)
+            })
+        }
+        "unlink" | "rmdir" | "unlinkat" => {
+            let (dirfd, pi) = if name == "unlinkat" {
+                at(Some(0), 1)
+            } else {
+                at(None, 0)
+            };
+            let flags = match name {
+                "rmdir" => libc::AT_REMOVEDIR,
+                "unlinkat" => ctx.arg(2) as i32,
+                _ => 0,
+            };
+            let p = entry(ctx, dirfd, pi, &creds, detail)?;
+            as_caller(&creds, || {
+                // SAFETY: dir fd and NUL-terminated name we own.
+                ok_or_errno(unsafe { libc::unlinkat(p.dir.as_raw_fd(), p.name.as_ptr(), flags) })
+            })
+        }
+        "rename" | "renameat" | "renameat2" | "link" | "linkat" => {
+            let two_dirs = name.ends_with("at") || name == "renameat2";
+            let ((od, op), (nd, np)) = if two_dirs {
+                (at(Some(0), 1), at(Some(2), 3))
+            } else {
+                (at(None, 0), at(None, 1))
+            };
+            let flags = match name {
+                "renameat2" | "linkat" => ctx.arg(4) as u32,
+                _ => 0,
+            };
+            let old = entry(ctx, od, op, &creds, detail)?;
+            let mut d2 = String::new();
+            let new = entry(ctx, nd, np, &creds, &mut d2)?;
+            detail.push_str(" -> ");
+            detail.push_str(&d2);
+            as_caller(&creds, || {
+                let r = if name.starts_with("rename") {
+                    // SAFETY: dir fds and names we own.
+                    unsafe {
+                        libc::renameat2(
+                            old.dir.as_raw_fd(),
+                            old.name.as_ptr(),
+                            new.dir.as_raw_fd(),
+                            new.name.as_ptr(),
+                            flags,
+                        )
+                    }
+                } else {
+                    // SAFETY: as above.
+                    unsafe {
+                        libc::linkat(
+                            old.dir.as_raw_fd(),
+                            old.name.as_ptr(),
+                            new.dir.as_raw_fd(),
+                            new.name.as_ptr(),
+                            (flags as i32) & libc::AT_SYMLINK_FOLLOW,
+                        )
+                    }
+                };
+                ok_or_errno(r)
+            })
+        }
+        "symlink" | "symlinkat" => {
+            let target = CString::new(path_arg(ctx, 0)?).map_err(|_| Denied::Errno(libc::EINVAL))?;
+            let (nd, np) = if name == "symlinkat" {
+                at(Some(1), 2)
+            } else {
+                at(None, 1)
+            };
+            let p = entry(ctx, nd, np, &creds, detail)?;
+            as_caller(&creds, || {
+                // SAFETY: NUL-terminated strings and a dir fd we own.
+                ok_or_errno(unsafe { libc::symlinkat(target.as_ptr(), p.dir.as_raw_fd(), p.name.as_ptr()) })
+            })
+        }
+        "chmod" | "fchmodat" | "chown" | "lchown" | "fchownat" | "truncate" => {
+            let (dirfd, pi) = if name.starts_with('f') {
+                at(Some(0), 1)
+            } else {
+                at(None, 0)
+            };
+            let nofollow = match name {
+                "lchown" => libc::AT_SYMLINK_NOFOLLOW,
+                "fchownat" => ctx.arg(4) as i32 & libc::AT_SYMLINK_NOFOLLOW,
+                _ => 0,
+            };
+            let fd = object(ctx, dirfd, pi, nofollow, &creds, detail)?;
+            check_write(ctx, detail.as_str())?;
+            let link = fd_link(&fd);
+            as_caller(&creds, || {
+                let r = match name {
+                    // SAFETY: a path we own naming our O_PATH fd.
+                    "chmod" | "fchmodat" => unsafe {
+                        libc::fchmodat(libc::AT_FDCWD, link.as_ptr(), ctx.arg(pi + 1) as u32, 0)
+                    },
+                    // SAFETY: as above; AT_EMPTY_PATH acts on `fd` itself.
+                    "truncate" => unsafe { libc::truncate(link.as_ptr(), ctx.arg(1) as i64) },
+                    // SAFETY: as above.
+                    _ => unsafe {
+                        libc::fchownat(
+                            fd.as_raw_fd(),
+                            empty().as_ptr(),
+                            ctx.arg(pi + 1) as u32,
+                            ctx.arg(pi + 2) as u32,
+                            libc::AT_EMPTY_PATH,
+                        )
+                    },
+                };
+                ok_or_errno(r)
+            })
+        }
+        _ => Err(Denied::Errno(libc::ENOSYS)),
+    }
+}
+
+/// The object a metadata call names: `dirfd` itself with AT_EMPTY_PATH and
+/// an empty path, else the path resolved in the caller's root. Checks that
+/// the policy does not deny it; `detail` gets its container path.
+fn object(
+    ctx: &Ctx<'_>,
+    dirfd: i32,
+    pi: usize,
+    flags: i32,
+    creds: &Creds,
+    detail: &mut String,
+) -> Result<OwnedFd, Denied> {
+    let pid = ctx.pid();
+    let raw = path_arg(ctx, pi)?;
+    if !ctx.still_valid() {
+        return Err(Denied::Errno(libc::EINTR));
+    }
+    let (fd, path) = if raw.is_empty() {
+        if flags & libc::AT_EMPTY_PATH == 0 {
+            return Err(Denied::Errno(libc::ENOENT));
+        }
+        let fd = dir_copy(pid, dirfd)?;
+        let p = container_path(&root_of(pid)?, &fd)?;
+        (fd, p.to_string_lossy().into_owned())
+    } else {
+        target(pid, dirfd, &raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
+    };
+    *detail = path.clone();
+    check_read(ctx, &path)?;
+    Ok(fd)
+}
+
+/// The directory entry a tree-changing call names, with write access
+/// checked against the policy; `detail` gets its container path.
+fn entry(ctx: &Ctx<'_>, dirfd: i32, pi: usize, creds: &Creds, detail: &mut String) -> Result<Parent, Denied> {
+    let raw = path_arg(ctx, pi)?;
+    if !ctx.still_valid() {
+        return Err(Denied::Errno(libc::EINTR));
+    }
+    if raw.is_empty() {
+        return Err(Denied::Errno(libc::ENOENT));
+    }
+    let p = parent(ctx.pid(), dirfd, &raw, creds)?;
+    *detail = p.path.clone();
+    check_write(ctx, &p.path)?;
+    Ok(p)
+}

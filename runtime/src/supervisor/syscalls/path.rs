@@ -1,0 +1,334 @@
+//! Path resolution inside a caller's container, shared by the file
+//! handlers: the caller's root, cwd and dirfds as the supervisor's own
+//! copies, self-referring `/proc` aliases rewritten to the caller's pid,
+//! and the caller's credentials around every access.
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::supervisor::creds::{self, Creds};
+use crate::sys;
+
+pub const PATH_MAX: usize = 4096;
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub const RESOLVE_BENEATH: u64 = 0x08;
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
+pub const RESOLVE_NO_XDEV: u64 = 0x01;
+pub const PIDFD_THREAD: u32 = libc::O_EXCL as u32;
+
+pub enum Denied {
+    /// The policy refused this container path.
+    Policy(String),
+    /// The open itself failed with this errno.
+    Errno(i32),
+}
+
+impl From<std::io::Error> for Denied {
+    fn from(e: std::io::Error) -> Self {
+        Denied::Errno(e.raw_os_error().unwrap_or(libc::EIO))
+    }
+}
+
+/// Runs `f` with the caller's filesystem credentials (see [`creds`]).
+pub fn as_caller<T>(c: &Creds, f: impl FnOnce() -> std::io::Result<T>) -> Result<T, Denied> {
+    match creds::with(c, f) {
+        Ok(r) => r.map_err(Into::into),
+        Err(_) => Err(Denied::Errno(libc::EPERM)),
+    }
+}
+
+pub fn cwd_fd() -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: AT_FDCWD is a constant understood by the *at syscalls, never
+    // closed or dereferenced as a real fd.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::AT_FDCWD) }
+}
+
+pub fn cstr(b: impl AsRef<[u8]>) -> Result<CString, Denied> {
+    CString::new(b.as_ref()).map_err(|_| Denied::Errno(libc::EINVAL))
+}
+
+/// A pidfd for thread `tid` (PIDFD_THREAD, Linux 6.9), or its process.
+pub fn pidfd_of(tid: i32) -> std::io::Result<OwnedFd> {
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
+    if r >= 0 {
+        // SAFETY: a new fd returned by the kernel, owned by us.
+        return Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(r as i32) });
+    }
+    sys::pidfd_open(tid)
+}
+
+/// Our copy of the caller's fd `dirfd`.
+pub fn dir_copy(pid: i32, dirfd: i32) -> Result<OwnedFd, Denied> {
+    if dirfd == libc::AT_FDCWD {
+        return sys::openat2(
+            cwd_fd(),
+            &cstr(format!("/proc/{pid}/cwd"))?,
+            (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+            0,
+            0,
+        )
+        .map_err(Into::into);
+    }
+    let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    sys::pidfd_getfd(pidfd.as_fd(), dirfd).map_err(|_| Denied::Errno(libc::EBADF))
+}
+
+/// The container path of an object we hold, given the caller's root.
+/// readlink of `/proc/self/fd/N` names it from the root of its mount
+/// namespace, which for a pivoted container is the container's root.
+pub fn container_path(root: &OwnedFd, fd: &OwnedFd) -> Result<PathBuf, Denied> {
+    let link = |f: &OwnedFd| std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()));
+    let p = link(fd)?;
+    let r = link(root)?;
+    // Without pivot_root (chroot, --no-pivot) the path includes the rootfs.
+    if r != Path::new("/") {
+        if let Ok(rest) = p.strip_prefix(&r) {
+            return Ok(Path::new("/").join(rest));
+        }
+    }
+    Ok(p)
+}
+
+/// The caller's path made absolute inside the container.
+pub fn absolute(pid: i32, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Denied> {
+    if path.first() == Some(&b'/') {
+        return Ok(path.to_vec());
+    }
+    let root = sys::openat2(
+        cwd_fd(),
+        &cstr(format!("/proc/{pid}/root"))?,
+        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        0,
+        0,
+    )?;
+    let dir = dir_copy(pid, dirfd)?;
+    let st = nix::sys::stat::fstat(dir.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(Denied::Errno(libc::ENOTDIR));
+    }
+    let base = container_path(&root, &dir)?;
+    let mut out = base.as_os_str().as_bytes().to_vec();
+    if out.last() != Some(&b'/') {
+        out.push(b'/');
+    }
+    out.extend_from_slice(path);
+    Ok(out)
+}
+
+/// The caller's pid and tid as its own pid namespace numbers them.
+pub fn ns_ids(tid: i32) -> Option<(String, String)> {
+    let last = |s: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .and_then(|v| v.split_whitespace().last().map(str::to_string))
+    };
+    let thread = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let tgid: i32 = thread
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let ns_tid = last(&thread)?;
+    let ns_pid = if tgid == tid {
+        ns_tid.clone()
+    } else {
+        last(&std::fs::read_to_string(format!("/proc/{tgid}/status")).ok()?)?
+    };
+    Some((ns_pid, ns_tid))
+}
+
+/// Rewrites the self-referring aliases to the caller's own numbers.
+pub fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
+    let aliases: [(&[u8], &str); 8] = [
+        (b"/proc/mounts", "/proc/self/mounts"),
+        (b"/proc/net", "/proc/self/net"),
+        (b"/dev/fd", "/proc/self/fd"),
+        (b"/dev/stdin", "/proc/self/fd/0"),
+        (b"/dev/stdout", "/proc/self/fd/1"),
+        (b"/dev/stderr", "/proc/self/fd/2"),
+        (b"/proc/thread-self", "/proc/thread-self"),
+        (b"/proc/self", "/proc/self"),
+    ];
+    for (prefix, repl) in aliases {
+        let rest = match abs.strip_prefix(prefix) {
+            Some(r) if r.is_empty() || r[0] == b'/' => r,
+            _ => continue,
+        };
+        let Some((ns_pid, ns_tid)) = ns_ids(tid) else {
+            return abs.to_vec();
+        };
+        let repl = repl
+            .replace("/proc/thread-self", &format!("/proc/{ns_pid}/task/{ns_tid}"))
+            .replace("/proc/self", &format!("/proc/{ns_pid}"));
+        let mut out = repl.into_bytes();
+        out.extend_from_slice(rest);
+        return out;
+    }
+    abs.to_vec()
+}
+
+/// A magic link of the caller's own `/proc/<pid>` (or `/proc/<pid>/task/<tid>`).
+pub enum Magic {
+    /// `fd/<n>`
+    Fd(i32),
+    /// `exe`
+    Exe,
+    /// `root/<rest>`
+    Root(Vec<u8>),
+    /// `cwd/<rest>` (rest may be empty: the cwd itself, as ".")
+    Cwd(Vec<u8>),
+}
+
+/// Recognises the caller's own magic links, which openat2 refuses with
+/// RESOLVE_NO_MAGICLINKS; other processes' stay refused (ELOOP).
+pub fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
+    let rest = abs.strip_prefix(b"/proc/")?;
+    let slash = rest.iter().position(|&b| b == b'/')?;
+    let (pid, mut rest) = (std::str::from_utf8(&rest[..slash]).ok()?, &rest[slash + 1..]);
+    if let Some(r) = rest.strip_prefix(b"task/") {
+        let s = r.iter().position(|&b| b == b'/')?;
+        rest = &r[s + 1..];
+    }
+    let (head, tail) = match rest.iter().position(|&b| b == b'/') {
+        Some(i) => (&rest[..i], rest[i + 1..].to_vec()),
+        None => (rest, Vec::new()),
+    };
+    let magic = match head {
+        b"fd" => {
+            let n = std::str::from_utf8(&tail).ok()?.trim_end_matches('/').parse().ok()?;
+            Magic::Fd(n)
+        }
+        b"exe" if tail.is_empty() => Magic::Exe,
+        b"root" => Magic::Root(tail),
+        b"cwd" => Magic::Cwd(if tail.is_empty() { b".".to_vec() } else { tail }),
+        _ => return None,
+    };
+    let (ns_pid, _) = ns_ids(tid)?;
+    (pid == ns_pid).then_some(magic)
+}
+
+pub fn split_parent(path: &[u8]) -> (&[u8], &[u8]) {
+    let trimmed = {
+        let mut end = path.len();
+        while end > 1 && path[end - 1] == b'/' {
+            end -= 1;
+        }
+        &path[..end]
+    };
+    match trimmed.iter().rposition(|&b| b == b'/') {
+        Some(0) => (b"/", &trimmed[1..]),
+        Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
+        None => (b".", trimmed),
+    }
+}
+
+/// The caller's root directory (`/proc/<tid>/root`), as an O_PATH fd.
+pub fn root_of(pid: i32) -> Result<OwnedFd, Denied> {
+    sys::openat2(
+        cwd_fd(),
+        &cstr(format!("/proc/{pid}/root"))?,
+        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        0,
+        0,
+    )
+    .map_err(|_| Denied::Errno(libc::ESRCH))
+}
+
+/// The flags every lookup under the caller's root uses.
+pub const IN_ROOT: u64 = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+
+/// A path of the caller made absolute inside its container, with the
+/// caller's own `/proc` aliases rewritten (`root/` and `cwd/` links
+/// folded in). `None` for links that need an object (`fd/N`, `exe`).
+pub fn container_abs(pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
+    let abs = absolute(pid, dirfd, path)?;
+    let abs = rewrite_proc_self(pid, &abs);
+    Ok(match own_magic_link(pid, &abs) {
+        Some(Magic::Root(rest)) => Ok([b"/".as_slice(), &rest].concat()),
+        Some(Magic::Cwd(rest)) => Ok(absolute(pid, libc::AT_FDCWD, &rest)?),
+        Some(m) => Err(m),
+        None => Ok(abs),
+    })
+}
+
+/// Where a new directory entry would go: the resolved parent directory
+/// (O_PATH, looked up with the caller's credentials), the entry's name,
+/// and its container path for the policy.
+pub struct Parent {
+    /// The parent directory.
+    pub dir: OwnedFd,
+    /// The final component.
+    pub name: CString,
+    /// The entry's path inside the container (parent resolved).
+    pub path: String,
+}
+
+/// Resolves the parent of `path` (relative to the caller's `dirfd`).
+pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
+    let abs = match container_abs(pid, dirfd, path)? {
+        Ok(a) => a,
+        Err(_) => return Err(Denied::Errno(libc::EPERM)),
+    };
+    let root = root_of(pid)?;
+    let (p, name) = split_parent(&abs);
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    let pc = cstr(p)?;
+    let dir = as_caller(creds, || {
+        sys::openat2(
+            root.as_fd(),
+            &pc,
+            (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+            0,
+            IN_ROOT,
+        )
+    })?;
+    let mut full = container_path(&root, &dir)?;
+    if full.as_os_str().as_bytes() == b"/" {
+        full = Path::new("/").join(OsStr::from_bytes(name));
+    } else {
+        full.push(OsStr::from_bytes(name));
+    }
+    Ok(Parent {
+        dir,
+        name: cstr(name)?,
+        path: full.to_string_lossy().into_owned(),
+    })
+}
+
+/// Resolves `path` itself to an O_PATH fd (following a final symlink when
+/// `follow`), with the caller's credentials, and its container path.
+pub fn target(pid: i32, dirfd: i32, path: &[u8], follow: bool, creds: &Creds) -> Result<(OwnedFd, String), Denied> {
+    let root = root_of(pid)?;
+    let abs = match container_abs(pid, dirfd, path)? {
+        Ok(a) => a,
+        Err(Magic::Fd(n)) => {
+            let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+            let fd = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::ENOENT))?;
+            let p = container_path(&root, &fd)?;
+            return Ok((fd, p.to_string_lossy().into_owned()));
+        }
+        Err(_) => {
+            let fd = sys::openat2(
+                cwd_fd(),
+                &cstr(format!("/proc/{pid}/exe"))?,
+                (libc::O_PATH | libc::O_CLOEXEC) as u64,
+                0,
+                0,
+            )?;
+            let p = container_path(&root, &fd)?;
+            return Ok((fd, p.to_string_lossy().into_owned()));
+        }
+    };
+    let flags = libc::O_PATH | libc::O_CLOEXEC | if follow { 0 } else { libc::O_NOFOLLOW };
+    let c = cstr(&abs)?;
+    let fd = as_caller(creds, || sys::openat2(root.as_fd(), &c, flags as u64, 0, IN_ROOT))?;
+    let p = container_path(&root, &fd)?;
+    Ok((fd, p.to_string_lossy().into_owned()))
+}
