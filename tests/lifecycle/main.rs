@@ -1549,3 +1549,30 @@ fn spec_writes_a_config_that_run_accepts() {
     assert_eq!(run_ok(&env, &id), "spec-ok\ncordon\n");
     assert_clean(&env, &id);
 }
+
+#[test]
+fn python_bundle_prints_2_plus_2() {
+    // bundles/python's own config.json runs python3 -c 'print(2+2)'.
+    let b = cordon_tests::python_bundle();
+    let env = Env::python(&["python3", "-c", "print(2+2)"]);
+    let root = env.root.path().to_string_lossy().into_owned();
+    let out = cordon_tests::run_captured(
+        std::process::Command::new(cordon_bin())
+            .args(["--root", &root, "run", "-b"])
+            .arg(&b)
+            .arg(unique("py")),
+    );
+    assert_eq!(ok(&out).trim(), "4");
+}
+
+#[test]
+fn events_stats_prints_cgroup_statistics() {
+    let env = Env::busybox(&["probe", "sleep", "10"]);
+    let id = unique("events");
+    ok(&env.create(&id));
+    ok(&env.cordon(&["start", &id]));
+    let out = ok(&env.cordon(&["events", "--stats", &id]));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("events --stats prints one JSON object");
+    assert_eq!(v["type"], "stats", "{v}");
+    assert!(v["data"]["pids"]["current"].as_u64().unwrap_or(0) >= 1, "{v}");
+}

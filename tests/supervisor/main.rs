@@ -559,3 +559,52 @@ fn file_policy_covers_metadata_and_tree_changes() {
     use std::os::unix::fs::PermissionsExt;
     assert_ne!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o777);
 }
+
+#[test]
+fn a_blocked_emulation_does_not_stall_other_threads() {
+    let mut env = Env::busybox(&[]);
+    env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": "/work", "type": "tmpfs", "source": "tmpfs", "options": ["size=1m"]}));
+    // The FIFO open blocks in the supervisor until a writer comes; opens
+    // by other processes must still be answered meanwhile.
+    let lines = sh(
+        &env,
+        &unique("fifo"),
+        "mkfifo /work/p; probe read /work/p > /work/reader.out & sleep 0.3; \
+         timeout 5 probe read /etc/hostname; echo fromwriter > /work/p; wait; cat /work/reader.out",
+    );
+    assert_eq!(lines, ["ok cordon", "ok fromwriter"]);
+}
+
+#[test]
+fn audit_follow_streams_until_the_container_exits() {
+    let env = Env::busybox(&["sh", "-c", "sleep 1; probe uname >/dev/null; probe read /proc/kallsyms"]);
+    let id = unique("follow");
+    ok(&env.create(&id));
+    let mut follow = std::process::Command::new(cordon_bin())
+        .arg("--root")
+        .arg(env.root.path())
+        .args(["audit", "--follow", &id])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    ok(&env.cordon(&["start", &id]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while follow.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "audit --follow did not end after the container exited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(follow.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(out.contains(" uname ") && out.contains("(emulate)"), "{out}");
+    assert!(out.contains("/proc/kallsyms O_RDONLY -> EACCES (deny)"), "{out}");
+    assert!(
+        out.trim_end().ends_with("container init exited -> exit (event)"),
+        "{out}"
+    );
+}

@@ -241,9 +241,16 @@ pub fn update(rt: &Runtime, a: liboci_cli::Update) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `runc events`: one stats object with `--stats`, else one every
+/// `--interval` seconds while the container runs.
 pub fn events(rt: &Runtime, a: liboci_cli::Events) -> anyhow::Result<i32> {
-    rt.events(&a.container_id, a.interval, a.stats)?;
-    Ok(0)
+    loop {
+        println!("{}", rt.stats(&a.container_id)?);
+        if a.stats || !rt.is_alive(&a.container_id) {
+            return Ok(0);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(u64::from(a.interval.max(1))));
+    }
 }
 
 /// The OCI features document (runtime-spec features.md).

@@ -2,6 +2,7 @@
 //! liboci-cli's definitions where they match runc), plus cordon's own
 //! (`policy`, `audit`, `syscalls`) and the internal `supervise`.
 
+mod install;
 mod lifecycle;
 pub mod logging;
 mod policy;
@@ -80,6 +81,8 @@ pub enum Cmd {
     Audit(AuditArgs),
     /// Print the syscall table and what a policy does with each syscall
     Syscalls(SyscallsArgs),
+    /// Print, or with --write merge, the configuration an engine needs to use cordon
+    Install(install::InstallArgs),
     /// (internal) Run a container's supervisor
     #[command(hide = true)]
     Supervise(SuperviseArgs),
@@ -121,7 +124,7 @@ pub enum PolicyCmd {
 pub struct AuditArgs {
     /// Container id
     pub container_id: String,
-    /// Keep printing new records
+    /// Keep printing new records until the container's init exits
     #[arg(short, long)]
     pub follow: bool,
     /// Print raw JSON lines
@@ -198,6 +201,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Policy(p) => policy::policy(p),
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),
+        Cmd::Install(a) => install::install(a),
         Cmd::Supervise(a) => {
             cordon::supervisor::run(cordon::supervisor::Options {
                 id: a.container_id,

@@ -95,6 +95,10 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
         }
         if let Ok(r) = serde_json::from_str::<Record>(line.trim_end()) {
             print_record(&r, a.json);
+            // The supervisor's last record: nothing follows it.
+            if a.follow && r.syscall == "supervisor" && r.result == "exit" {
+                break;
+            }
         }
     }
     Ok(0)

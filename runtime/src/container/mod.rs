@@ -416,11 +416,25 @@ impl Runtime {
         .map_err(|e| Error::Other(format!("update {id:?}: {}", chain(&e))))
     }
 
-    /// Prints stats or events as libcontainer does (`runc events`).
-    pub fn events(&self, id: &str, interval: u32, stats: bool) -> Result<()> {
-        self.load(id)?
-            .events(interval, stats)
-            .map_err(lib(format!("events of {id:?}")))
+    /// Resource statistics of container `id` (`runc events --stats`):
+    /// `{"type":"stats","id":ID,"data":{cpu, memory, pids, blkio, hugetlb}}`.
+    pub fn stats(&self, id: &str) -> Result<serde_json::Value> {
+        use libcgroups::common::CgroupManager;
+        let _lock = self.lock(id, false);
+        let c = self.load(id)?;
+        let m = self.cgroup_manager(&c)?;
+        let stats = m
+            .stats()
+            .map_err(|e| Error::Other(format!("stats of {id:?}: {}", chain(&e))))?;
+        let data = serde_json::to_value(stats).map_err(|e| Error::Other(e.to_string()))?;
+        Ok(serde_json::json!({"type": "stats", "id": id, "data": data}))
+    }
+
+    /// Whether container `id` still runs (created, running or paused).
+    pub fn is_alive(&self, id: &str) -> bool {
+        self.load(id)
+            .map(|c| c.status() != ContainerStatus::Stopped)
+            .unwrap_or(false)
     }
 }
 

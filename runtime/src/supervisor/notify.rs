@@ -102,9 +102,16 @@ fn finish(sup: &Supervisor, listener: BorrowedFd<'_>, notif: &libc::seccomp_noti
         Reply::Value(v) => sys::notif_send(listener, notif.id, v, 0, false).map(|_| v.to_string()),
         Reply::Errno(e) => sys::notif_send(listener, notif.id, 0, e, false).map(|_| crate::errno::name(e)),
         Reply::Continue => sys::notif_send(listener, notif.id, 0, 0, true).map(|_| "continue".to_string()),
-        Reply::Fd { fd, cloexec } => {
-            sys::notif_addfd(listener, notif.id, fd.as_fd(), cloexec, true).map(|n| format!("fd {n}"))
-        }
+        Reply::Fd { fd, cloexec } => match sys::notif_addfd(listener, notif.id, fd.as_fd(), cloexec, true) {
+            Ok(n) => Ok(format!("fd {n}")),
+            // The fd could not be installed (EMFILE in the caller, ...):
+            // the notification is still pending and must be answered.
+            Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                sys::notif_send(listener, notif.id, 0, errno, false).map(|_| crate::errno::name(errno))
+            }
+            Err(e) => Err(e),
+        },
         Reply::Blocking(_) => unreachable_blocking(listener, notif.id),
     };
     let result = match result {

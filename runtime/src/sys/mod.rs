@@ -218,8 +218,21 @@ pub fn write_mem(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
     }
 }
 
-/// openat2(2) (Linux 5.6) of `path` relative to `dirfd`.
+/// openat2(2) (Linux 5.6) of `path` relative to `dirfd`. A scoped lookup
+/// (RESOLVE_IN_ROOT, RESOLVE_BENEATH) that crosses `..` fails with EAGAIN
+/// when any rename or mount happened meanwhile anywhere on the host; the
+/// man page asks callers to retry, which this does a bounded number of times.
 pub fn openat2(dirfd: BorrowedFd<'_>, path: &CStr, flags: u64, mode: u64, resolve: u64) -> io::Result<OwnedFd> {
+    let mut tries = 0;
+    loop {
+        match openat2_once(dirfd, path, flags, mode, resolve) {
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && resolve & 0x18 != 0 && tries < 64 => tries += 1,
+            r => return r,
+        }
+    }
+}
+
+fn openat2_once(dirfd: BorrowedFd<'_>, path: &CStr, flags: u64, mode: u64, resolve: u64) -> io::Result<OwnedFd> {
     // SAFETY: open_how is plain old data; zero is valid for every field.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags;

@@ -27,7 +27,7 @@ use std::path::Path;
 
 use super::path::*;
 use super::{Ctx, Outcome, Reply};
-use crate::supervisor::creds::{self, Creds};
+use crate::supervisor::creds::Creds;
 use crate::sys;
 
 /// The decoded arguments of one open-family call.
@@ -55,6 +55,7 @@ pub fn open(ctx: &Ctx<'_>, name: &str) -> Outcome {
             let cloexec = req.flags & libc::O_CLOEXEC as u64 != 0;
             Outcome::new(Reply::Fd { fd, cloexec }, "allow", detail)
         }
+        Ok(Done::Continue) => Outcome::new(Reply::Continue, "allow", detail),
         Ok(Done::MayBlock) => {
             let req2 = req.clone();
             let job = Box::new(move |ctx: &Ctx<'_>| {
@@ -65,6 +66,7 @@ pub fn open(ctx: &Ctx<'_>, name: &str) -> Outcome {
                         Outcome::new(Reply::Fd { fd, cloexec }, "allow", detail)
                     }
                     Ok(Done::MayBlock) => Outcome::new(Reply::Errno(libc::EAGAIN), "allow", detail),
+                    Ok(Done::Continue) => Outcome::new(Reply::Continue, "allow", detail),
                     Err(Denied::Policy(p)) => Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
                     Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
                 }
@@ -148,6 +150,10 @@ struct OpenHow {
 enum Done {
     Fd(OwnedFd),
     MayBlock,
+    /// An O_PATH open of an allowed path: the kernel performs it. Safe to
+    /// the extent that an O_PATH fd gives metadata only: every open through
+    /// it comes back here and is decided on what it names.
+    Continue,
 }
 
 fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied> {
@@ -214,39 +220,51 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         }
     }
 
-    let blocking_requested = req.flags as i32 & libc::O_NONBLOCK == 0;
-    let mut flags = req.flags | libc::O_CLOEXEC as u64;
-    if blocking_requested && !may_block {
-        flags |= libc::O_NONBLOCK as u64;
-    }
+    // Look the path up once without opening it (O_PATH has no side
+    // effects: a FIFO's other end is not woken), decide on that object,
+    // then open exactly that object through our fd's /proc link.
     let target = cstr(&target)?;
-    // The supervisor's umask is 0: the caller's is applied here.
-    let mode = req.mode & !u64::from(creds.umask);
-    let fd = match creds::with(&creds, || sys::openat2(base.as_fd(), &target, flags, mode, resolve))
-        .unwrap_or_else(|_| Err(std::io::Error::from_raw_os_error(libc::EPERM)))
-    {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) && blocking_requested && !may_block => {
-            return Ok(Done::MayBlock)
+    let lookup = (libc::O_PATH | libc::O_CLOEXEC) as u64 | (req.flags & (libc::O_NOFOLLOW | libc::O_DIRECTORY) as u64);
+    match as_caller(&creds, || sys::openat2(base.as_fd(), &target, lookup, 0, resolve)) {
+        Ok(found) => {
+            if creating && req.flags as i32 & libc::O_EXCL != 0 {
+                return Err(Denied::Errno(libc::EEXIST));
+            }
+            let path = container_path(&root, &found)?;
+            if !policy.allows_open(&path.to_string_lossy(), req.flags) {
+                return Err(Denied::Policy(path.to_string_lossy().into_owned()));
+            }
+            if req.flags as i32 & libc::O_PATH != 0 {
+                // seccomp cannot install O_PATH fds (ADDFD refuses them).
+                return Ok(Done::Continue);
+            }
+            let st = nix::sys::stat::fstat(found.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFIFO && req.flags as i32 & libc::O_NONBLOCK == 0 && !may_block {
+                return Ok(Done::MayBlock);
+            }
+            let link = cstr(format!("/proc/self/fd/{}", found.as_raw_fd()))?;
+            let flags =
+                (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW) as u64);
+            // O_TMPFILE creates a file in the directory found: it takes a mode.
+            let tmpfile = req.flags as i32 & libc::O_TMPFILE == libc::O_TMPFILE;
+            let mode = if tmpfile { req.mode & !u64::from(creds.umask) } else { 0 };
+            let fd = as_caller(&creds, || sys::openat2(cwd_fd(), &link, flags, mode, 0))?;
+            Ok(Done::Fd(fd))
         }
-        Err(e) => return Err(e.into()),
-    };
-    let path = container_path(&root, &fd)?;
-    if !policy.allows_open(&path.to_string_lossy(), req.flags) {
-        return Err(Denied::Policy(path.to_string_lossy().into_owned()));
-    }
-    if blocking_requested && !may_block {
-        let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
-        if st.st_mode & libc::S_IFMT == libc::S_IFIFO {
-            return Ok(Done::MayBlock);
+        Err(Denied::Errno(libc::ENOENT)) if creating => {
+            // A new file (regular: opening it cannot block). Its place was
+            // checked against the policy above; check what was created too.
+            let mode = req.mode & !u64::from(creds.umask);
+            let flags = req.flags | libc::O_CLOEXEC as u64;
+            let fd = as_caller(&creds, || sys::openat2(base.as_fd(), &target, flags, mode, resolve))?;
+            let path = container_path(&root, &fd)?;
+            if !policy.allows_open(&path.to_string_lossy(), req.flags) {
+                return Err(Denied::Policy(path.to_string_lossy().into_owned()));
+            }
+            Ok(Done::Fd(fd))
         }
-        // O_NONBLOCK was ours: clear it on the shared file description.
-        let fl =
-            nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).map_err(|e| Denied::Errno(e as i32))?;
-        let fl = nix::fcntl::OFlag::from_bits_retain(fl) & !nix::fcntl::OFlag::O_NONBLOCK;
-        nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFL(fl)).map_err(|e| Denied::Errno(e as i32))?;
+        Err(e) => Err(e),
     }
-    Ok(Done::Fd(fd))
 }
 
 /// An open of the caller's own `/proc/self/exe`: the binary it runs, opened
