@@ -147,6 +147,8 @@ fn files_env() -> Files {
     std::os::unix::fs::symlink("../../../../../secret/key", data.join("rel-link")).unwrap();
     std::os::unix::fs::symlink("ok.txt", data.join("good-link")).unwrap();
     std::os::unix::fs::symlink("/secret", data.join("dir-link")).unwrap();
+    std::os::unix::fs::symlink("/secret/planted", data.join("dangling-secret")).unwrap();
+    std::os::unix::fs::symlink("/work/created", data.join("dangling-ok")).unwrap();
     let policy = host.path().join("policy.toml");
     std::fs::write(
         &policy,
@@ -607,4 +609,86 @@ fn audit_follow_streams_until_the_container_exits() {
         out.trim_end().ends_with("container init exited -> exit (event)"),
         "{out}"
     );
+}
+
+#[test]
+fn creating_through_a_dangling_symlink_is_checked_where_it_lands() {
+    let f = files_env();
+    let lines = sh(
+        &f.env,
+        &unique("dangle"),
+        "probe write /data/dangling-secret x; probe write /data/dangling-ok y; probe read /work/created; \
+         probe open /data/dangling-ok wronly,creat,nofollow",
+    );
+    assert_eq!(lines[0], "err EACCES", "{lines:?}");
+    assert!(
+        !f._host.path().join("secret/planted").exists(),
+        "nothing may be created in a denied directory"
+    );
+    assert_eq!(lines[1], "ok 1", "{lines:?}");
+    assert_eq!(lines[2], "ok y", "created where the allowed link points: {lines:?}");
+    assert_eq!(lines[3], "err ELOOP", "O_NOFOLLOW on a symlink: {lines:?}");
+}
+
+#[test]
+fn the_bundles_own_seccomp_profile_still_applies_with_its_errno() {
+    // Docker-style: the bundle's profile refuses getppid with its own errnoRet;
+    // cordon's filter stacks on top and the kernel applies the stricter verdict.
+    let mut env = Env::busybox(&[]);
+    env.config["linux"]["seccomp"] = json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": ["getppid"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]
+    });
+    let lines = sh(
+        &env,
+        &unique("stack"),
+        "probe syscall 110; probe syscall 321; probe uname",
+    );
+    assert_eq!(lines[0], "err EACCES", "the bundle's errnoRet is kept");
+    assert_eq!(lines[1], "err EPERM", "cordon's refusals still apply");
+    assert!(lines[2].contains("6.1.0-cordon"), "and its emulation: {}", lines[2]);
+
+    // A bundle that wants its own notify listener is refused, clearly.
+    env.config["linux"]["seccomp"]["syscalls"] = json!([{"names": ["getppid"], "action": "SCMP_ACT_NOTIFY"}]);
+    env.config["linux"]["seccomp"]["listenerPath"] = json!("/tmp/x.sock");
+    env.config["process"]["args"] = json!(["true"]);
+    let id = unique("notify");
+    let out = env.create(&id);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("linux.seccomp"), "{}", stderr(&out));
+    assert!(
+        !stdout(&env.cordon(&["list", "-q"])).contains(&id),
+        "nothing left behind"
+    );
+}
+
+#[test]
+fn the_runtime_config_file_chooses_the_default_policy() {
+    let dir = TempDir::new("cfg");
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "policy = \"permissive\"\n").unwrap();
+    let env = Env::busybox(&["uname", "-r"]);
+    env.write();
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    let id = unique("cfg");
+    let out = run_captured(
+        std::process::Command::new(cordon_bin())
+            .env("CORDON_CONFIG", &cfg)
+            .arg("--root")
+            .arg(env.root.path())
+            .args(["run", "-b", &b, &id]),
+    );
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(ok(&out).trim(), host.trim(), "permissive: nothing emulated");
+    std::fs::write(&cfg, "policy = \"default\"\nbogus = 1\n").unwrap();
+    let out = run_captured(
+        std::process::Command::new(cordon_bin())
+            .env("CORDON_CONFIG", &cfg)
+            .arg("--root")
+            .arg(env.root.path())
+            .args(["run", "-b", &b, &id]),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("bogus"), "the bad key is named: {}", stderr(&out));
 }

@@ -196,29 +196,6 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     };
 
     let creating = req.flags as i32 & libc::O_CREAT != 0;
-    if creating && !policy.is_empty() {
-        // Check where the file would be created before creating it.
-        let (parent, name) = split_parent(&target);
-        let parent = cstr(parent)?;
-        let dir = as_caller(&creds, || {
-            sys::openat2(
-                base.as_fd(),
-                &parent,
-                (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-                0,
-                resolve,
-            )
-        })?;
-        let mut prospective = container_path(&root, &dir)?;
-        if prospective.as_os_str().as_bytes() != b"/" {
-            prospective.push(OsStr::from_bytes(name));
-        } else {
-            prospective = Path::new("/").join(OsStr::from_bytes(name));
-        }
-        if !policy.allows_open(&prospective.to_string_lossy(), req.flags) {
-            return Err(Denied::Policy(prospective.to_string_lossy().into_owned()));
-        }
-    }
 
     // Look the path up once without opening it (O_PATH has no side
     // effects: a FIFO's other end is not woken), decide on that object,
@@ -252,19 +229,71 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
             Ok(Done::Fd(fd))
         }
         Err(Denied::Errno(libc::ENOENT)) if creating => {
-            // A new file (regular: opening it cannot block). Its place was
-            // checked against the policy above; check what was created too.
-            let mode = req.mode & !u64::from(creds.umask);
-            let flags = req.flags | libc::O_CLOEXEC as u64;
-            let fd = as_caller(&creds, || sys::openat2(base.as_fd(), &target, flags, mode, resolve))?;
-            let path = container_path(&root, &fd)?;
-            if !policy.allows_open(&path.to_string_lossy(), req.flags) {
-                return Err(Denied::Policy(path.to_string_lossy().into_owned()));
-            }
-            Ok(Done::Fd(fd))
+            create(&root, base.as_fd(), &target, req, &creds, policy, resolve)
         }
         Err(e) => Err(e),
     }
+}
+
+/// Creates a new file for an O_CREAT open, never following a symlink at
+/// creation time: each candidate place (the path, or where a dangling
+/// symlink points) is checked against the policy *before* anything is
+/// created, and the file is created there with O_NOFOLLOW relative to the
+/// checked directory, so a symlink swapped in meanwhile fails (ELOOP)
+/// instead of redirecting the creation.
+fn create(
+    root: &OwnedFd,
+    base: std::os::fd::BorrowedFd<'_>,
+    target: &std::ffi::CStr,
+    req: &Request,
+    creds: &Creds,
+    policy: &crate::policy::PathPolicy,
+    resolve: u64,
+) -> Result<Done, Denied> {
+    let mode = req.mode & !u64::from(creds.umask);
+    let flags = req.flags | (libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64;
+    let mut cur = target.to_bytes().to_vec();
+    for _ in 0..40 {
+        let (parent, name) = split_parent(&cur);
+        if name.is_empty() || name == b"." || name == b".." {
+            return Err(Denied::Errno(libc::EISDIR));
+        }
+        let parent = cstr(parent)?;
+        let dir_flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+        let dir = as_caller(creds, || sys::openat2(base, &parent, dir_flags, 0, resolve))?;
+        let dir_path = container_path(root, &dir)?;
+        let place = if dir_path.as_os_str().as_bytes() == b"/" {
+            Path::new("/").join(OsStr::from_bytes(name))
+        } else {
+            dir_path.join(OsStr::from_bytes(name))
+        };
+        if !policy.allows_open(&place.to_string_lossy(), req.flags) {
+            return Err(Denied::Policy(place.to_string_lossy().into_owned()));
+        }
+        let cname = cstr(name)?;
+        match as_caller(creds, || {
+            sys::openat2(dir.as_fd(), &cname, flags, mode, RESOLVE_BENEATH)
+        }) {
+            Ok(fd) => return Ok(Done::Fd(fd)),
+            // The last component is a symlink (dangling, or it would have
+            // been found): follow it by hand unless the caller said not to.
+            Err(Denied::Errno(libc::ELOOP)) if req.flags as i32 & libc::O_NOFOLLOW == 0 => {
+                let link = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), cname.as_c_str())
+                    .map_err(|e| Denied::Errno(e as i32))?;
+                let link = link.as_bytes();
+                cur = if link.first() == Some(&b'/') {
+                    link.to_vec()
+                } else {
+                    let mut p = dir_path.as_os_str().as_bytes().to_vec();
+                    p.push(b'/');
+                    p.extend_from_slice(link);
+                    p
+                };
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Denied::Errno(libc::ELOOP))
 }
 
 /// An open of the caller's own `/proc/self/exe`: the binary it runs, opened
