@@ -186,6 +186,34 @@ fn do_connect(sock: &OwnedFd, addr: &[u8]) -> Reply {
     }
 }
 
+/// What an allowed address-carrying call acts on.
+struct Prepared {
+    /// Our copy of the caller's socket (arg 0).
+    sock: OwnedFd,
+    /// The address to pass (unix paths rewritten into the caller's root).
+    addr: Vec<u8>,
+    /// The directory a rewritten unix path goes through; keep it open.
+    dir: Option<OwnedFd>,
+}
+
+/// The steps every address-carrying call shares once the address is
+/// copied: the caller is still waiting, the destination is allowed, our
+/// copy of its socket, the address in our terms. `Err` is the answer.
+fn prepare(ctx: &Ctx<'_>, addr: &Addr, detail: &str) -> Result<Prepared, Outcome> {
+    let out = |e, action| Outcome::new(Reply::Errno(e), action, detail.to_string());
+    if !ctx.still_valid() {
+        return Err(out(libc::EINTR, "emulate"));
+    }
+    check(ctx, addr).map_err(|e| out(e, "deny"))?;
+    let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, "allow"))?;
+    let (addr, dir) = match unix_in_root(ctx.pid(), addr) {
+        Ok(Some((b, d))) => (b, Some(d)),
+        Ok(None) => (addr.bytes.clone(), None),
+        Err(e) => return Err(out(e, "allow")),
+    };
+    Ok(Prepared { sock, addr, dir })
+}
+
 /// connect(fd, addr, len)
 pub fn connect(ctx: &Ctx<'_>) -> Outcome {
     let pid = ctx.pid();
@@ -194,20 +222,9 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "connect: bad address".into()),
     };
     let detail = addr.describe();
-    if !ctx.still_valid() {
-        return Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail);
-    }
-    if let Err(e) = check(ctx, &addr) {
-        return Outcome::new(Reply::Errno(e), "deny", detail);
-    }
-    let sock = match socket_copy(ctx, ctx.arg(0) as i32) {
-        Ok(s) => s,
-        Err(e) => return Outcome::new(Reply::Errno(e), "allow", detail),
-    };
-    let (bytes, dir) = match unix_in_root(pid, &addr) {
-        Ok(Some((b, d))) => (b, Some(d)),
-        Ok(None) => (addr.bytes.clone(), None),
-        Err(e) => return Outcome::new(Reply::Errno(e), "allow", detail),
+    let Prepared { sock, addr: bytes, dir } = match prepare(ctx, &addr, &detail) {
+        Ok(p) => p,
+        Err(out) => return out,
     };
     let blocking = is_blocking(&sock);
     // A unix socket file is reached with the caller's credentials (connect
@@ -249,20 +266,13 @@ pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
         return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", addr.describe());
     }
     let detail = format!("{} {} bytes", addr.describe(), len);
-    if !ctx.still_valid() {
-        return Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail);
-    }
-    if let Err(e) = check(ctx, &addr) {
-        return Outcome::new(Reply::Errno(e), "deny", detail);
-    }
-    let sock = match socket_copy(ctx, ctx.arg(0) as i32) {
-        Ok(s) => s,
-        Err(e) => return Outcome::new(Reply::Errno(e), "allow", detail),
-    };
-    let (abytes, dir) = match unix_in_root(pid, &addr) {
-        Ok(Some((b, d))) => (b, Some(d)),
-        Ok(None) => (addr.bytes.clone(), None),
-        Err(e) => return Outcome::new(Reply::Errno(e), "allow", detail),
+    let Prepared {
+        sock,
+        addr: abytes,
+        dir,
+    } = match prepare(ctx, &addr, &detail) {
+        Ok(p) => p,
+        Err(out) => return out,
     };
     let flags = ctx.arg(3) as i32;
     let run = move || {
