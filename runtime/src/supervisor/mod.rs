@@ -78,7 +78,13 @@ pub struct Supervisor {
     pub hostname: String,
     /// When the supervisor started, as the container's boot time.
     pub started: Instant,
+    /// Handlers now running on their own thread (calls that may block).
+    pub blocking: std::sync::atomic::AtomicUsize,
 }
+
+/// At most this many calls may block at once; more get EAGAIN, so a
+/// container cannot grow its supervisor without bound.
+pub const MAX_BLOCKING: usize = 256;
 
 /// Runs the supervisor until the container's init exits. Never returns on
 /// success (the process exits); returns an error only if setup fails.
@@ -100,6 +106,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         audit,
         hostname: opts.hostname.clone(),
         started: Instant::now(),
+        blocking: std::sync::atomic::AtomicUsize::new(0),
     });
     sup.audit.record(
         0,

@@ -73,6 +73,16 @@ fn handle(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>, notif: libc::seccomp_n
     };
     match outcome.reply {
         Reply::Blocking(job) => {
+            use std::sync::atomic::Ordering;
+            if sup.blocking.fetch_add(1, Ordering::SeqCst) >= super::MAX_BLOCKING {
+                sup.blocking.fetch_sub(1, Ordering::SeqCst);
+                let out = Outcome::new(
+                    Reply::Errno(libc::EAGAIN),
+                    outcome.action,
+                    "too many blocked calls".into(),
+                );
+                return finish(sup, listener.as_fd(), &notif, name, out);
+            }
             // Runs on its own thread; the receiver goes back to receiving.
             let sup2 = Arc::clone(sup);
             let listener2 = Arc::clone(listener);
@@ -87,8 +97,10 @@ fn handle(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>, notif: libc::seccomp_n
                     };
                     let out = job(&ctx);
                     finish(&sup2, listener2.as_fd(), &notif, name, out);
+                    sup2.blocking.fetch_sub(1, Ordering::SeqCst);
                 });
             if spawned.is_err() {
+                sup.blocking.fetch_sub(1, Ordering::SeqCst);
                 let _ = sys::notif_send(listener.as_fd(), notif.id, 0, libc::EAGAIN, false);
             }
         }
