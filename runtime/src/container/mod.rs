@@ -312,7 +312,10 @@ impl Runtime {
         let mut c = match self.load(id) {
             Ok(c) => c,
             Err(Error::NotFound(_)) if force => {
+                // A create killed half way leaves a state directory
+                // without state.json: remove what there is.
                 self.cleanup_cordon(id);
+                let _ = std::fs::remove_dir_all(self.root.join(id));
                 return Ok(());
             }
             Err(e) => return Err(e),
