@@ -6,4 +6,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get -o DPkg::Lock::Timeout=600 update -qq
 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
   libseccomp-dev pkg-config gcc libc6-dev make jq procps iproute2 \
-  busybox-static debootstrap runc crun containerd >/dev/null
+  busybox-static debootstrap runc crun containerd docker.io podman >/dev/null

@@ -18,9 +18,25 @@
 //! cordon's default policy emulates uname (`uname -r` is `6.1.0-cordon`
 //! inside a container): seeing it proves the supervisor is there.
 //!
+//! Docker: a private dockerd (`--data-root`, `--exec-root`, `--pidfile`, API
+//! socket, `--config-file` all in a temp dir; no iptables, no bridge) on a
+//! private containerd (`--containerd`), told about cordon with
+//! `--add-runtime cordon=/abs/cordon` or by a daemon.json written by `cordon
+//! install docker --write --config F`; the image is `docker import`ed from a
+//! tar of bundles/busybox/rootfs. The runc shim then calls `cordon --root
+//! <exec-root>/runtime-runc/moby --log B/log.json --log-format json ...`.
+//!
+//! podman: private storage, runroot, tmpdir and network config dir,
+//! cgroupfs, file events, and `CONTAINERS_CONF` pointing at a file of the
+//! test's; `podman --runtime /abs/cordon run` (or `--runtime cordon` after
+//! `cordon install podman --write`). podman runs the runtime without
+//! `--root`, so cordon uses its default root /run/cordon: the tests check
+//! that each container's state is gone from it afterwards.
+//!
 //! Needs root, a real kernel, `make bundles`, target/debug/cordon, and
-//! containerd + ctr + containerd-shim-runc-v2 (tools/install-deps.sh).
-//! Tests run one at a time (one containerd at a time) under [`SERIAL`].
+//! containerd + ctr + containerd-shim-runc-v2, dockerd + docker, podman +
+//! conmon (tools/install-deps.sh); a missing engine fails its tests.
+//! Tests run one at a time (one engine at a time) under [`SERIAL`].
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -353,16 +369,36 @@ fn sigkill(pid: i32) {
 /// The `cordon-test` cgroup parents the runc shim's cgroupsPath
 /// (`/<namespace>/<id>`) makes, on cgroup v1 (per controller) and v2.
 fn ns_cgroup_dirs() -> Vec<PathBuf> {
+    cgroup_dirs(NS)
+}
+
+/// Cgroup directory `rel` on cgroup v2 and in every v1 hierarchy.
+fn cgroup_dirs(rel: &str) -> Vec<PathBuf> {
     let root = Path::new("/sys/fs/cgroup");
-    let mut dirs = vec![root.join(NS)];
+    let mut dirs = vec![root.join(rel)];
     if let Ok(rd) = fs::read_dir(root) {
         for e in rd.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
-                dirs.push(e.path().join(NS));
+                dirs.push(e.path().join(rel));
             }
         }
     }
     dirs
+}
+
+/// Removes what a fixture created outside its temp dir: files, then
+/// directories deepest first, each only if empty (remove_dir never removes
+/// a non-empty directory or a busy cgroup).
+fn remove_created(paths: &[PathBuf]) {
+    let mut paths = paths.to_vec();
+    paths.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for p in &paths {
+        if fs::symlink_metadata(p).is_ok_and(|m| m.is_file()) {
+            let _ = fs::remove_file(p);
+        } else {
+            let _ = fs::remove_dir(p);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -575,12 +611,16 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         s
     }
 
-    /// The sockets of this containerd's live shims (each bundle's `address`
-    /// file says `unix:///run/containerd/s/<hash>`).
+    /// The sockets of this containerd's live shims, in every namespace (each
+    /// bundle's `address` file says `unix:///run/containerd/s/<hash>`).
     fn shim_sockets(&self) -> Vec<PathBuf> {
-        let task_dir = self.state.join("io.containerd.runtime.v2.task").join(NS);
-        let Ok(rd) = fs::read_dir(task_dir) else { return vec![] };
-        rd.flatten()
+        let Ok(namespaces) = fs::read_dir(self.state.join("io.containerd.runtime.v2.task")) else {
+            return vec![];
+        };
+        namespaces
+            .flatten()
+            .filter_map(|ns| fs::read_dir(ns.path()).ok())
+            .flat_map(|rd| rd.flatten())
             .filter_map(|e| fs::read_to_string(e.path().join("address")).ok())
             .filter_map(|a| a.trim().strip_prefix("unix://").map(PathBuf::from))
             .filter(|p| p.starts_with("/run/containerd/s"))
@@ -868,4 +908,1043 @@ fn ctr_detached_task_exec_kill_delete() {
     let crm = c.ctr(&["container", "rm", &id]);
     assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
     c.assert_gone(&id);
+}
+
+// ---------------------------------------------------------------------------
+// shared by the Docker and podman fixtures
+// ---------------------------------------------------------------------------
+
+/// The image name `docker import` and `podman import` give the busybox rootfs.
+const IMPORTED: &str = "cordon-busybox";
+
+/// Fails (never skips) when `tools` are not all in $PATH.
+fn require_tools(engine: &str, package: &str, tools: &[&str]) {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| which(t).is_none()).collect();
+    assert!(
+        missing.is_empty(),
+        "{engine} is not installed ({} not found in PATH): run tools/install-deps.sh (as root) \
+         to install the {package} package, then rerun this suite",
+        missing.join(", ")
+    );
+}
+
+/// A tar of bundles/busybox/rootfs in `dir`, for `docker import` / `podman import`.
+fn rootfs_tar(dir: &Path) -> PathBuf {
+    let rootfs = busybox_bundle().join("rootfs");
+    let t = dir.join("rootfs.tar");
+    tar(&[
+        "--numeric-owner",
+        "-C",
+        &rootfs.to_string_lossy(),
+        "-cf",
+        &t.to_string_lossy(),
+        ".",
+    ]);
+    t
+}
+
+/// The first line of a file (a `--cidfile`), if any.
+fn read_id(path: &Path) -> Option<String> {
+    let s = fs::read_to_string(path).ok()?;
+    let id = s.trim().to_string();
+    (!id.is_empty()).then_some(id)
+}
+
+/// Unmounts everything under `dir`, deepest first.
+fn unmount_under(dir: &Path) {
+    for m in mounts_under(dir) {
+        if let Ok(c) = std::ffi::CString::new(m.to_string_lossy().as_bytes()) {
+            // SAFETY: umount2(2) with a valid NUL-terminated path.
+            unsafe {
+                libc::umount2(c.as_ptr(), libc::MNT_DETACH);
+            }
+        }
+    }
+}
+
+/// Removes `dir` unless something is still mounted under it (removing it
+/// recursively could then reach through the mount).
+fn remove_unless_mounted(dir: TempDir, who: &str) {
+    let left = mounts_under(dir.path());
+    if left.is_empty() {
+        drop(dir);
+    } else {
+        eprintln!(
+            "engines: {who}: leaving {} in place: still mounted: {left:?}",
+            dir.path().display()
+        );
+        std::mem::forget(dir);
+    }
+}
+
+/// `run_timeout` of a `script -qec CMD /dev/null`: CMD runs on a new pty,
+/// as from a terminal.
+fn in_pty(cmdline: &str) -> Ran {
+    run_timeout(Command::new("script").args(["-qec", cmdline, "/dev/null"]), CMD_TIMEOUT)
+}
+
+// ---------------------------------------------------------------------------
+// the Docker fixture
+// ---------------------------------------------------------------------------
+
+/// How the test's dockerd learns about cordon.
+enum DockerRuntime {
+    /// `--add-runtime cordon=<abs path of cordon>` (with a daemon.json of
+    /// the fixture's own that names no runtime).
+    AddRuntime,
+    /// Only from this daemon.json (`--config-file`), as written by
+    /// `cordon install docker --write`.
+    ConfigFile(PathBuf),
+}
+
+/// The major version of the installed dockerd (0 if unknown).
+fn dockerd_major() -> u32 {
+    let v = run_timeout(Command::new("dockerd").arg("--version"), CMD_TIMEOUT);
+    // "Docker version 20.10.24+dfsg1, build 5d6db84"
+    v.stdout
+        .split_whitespace()
+        .nth(2)
+        .and_then(|ver| ver.split('.').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A private dockerd on a private containerd, stopped and cleaned up on
+/// drop. Everything of it is in its temp dir: `--data-root`, `--exec-root`,
+/// `--pidfile`, the API socket, daemon.json (`--config-file`, so
+/// /etc/docker/daemon.json is never read), and (dockerd < 23) the trust
+/// key, which would otherwise be written to /etc/docker/key.json. No
+/// iptables, no bridge. Docker gives the runtime `--root
+/// <exec-root>/runtime-<...>/moby`.
+struct Dockerd {
+    /// Its containerd; stopped after dockerd.
+    containerd: Option<Containerd>,
+    dir: Option<TempDir>,
+    child: Option<std::process::Child>,
+    sock: PathBuf,
+    exec_root: PathBuf,
+    log: PathBuf,
+    cordon: PathBuf,
+    /// Host paths dockerd makes outside `dir` (/run/docker/plugins, the
+    /// `docker` cgroup parents) that did not exist before it started.
+    created_outside: Vec<PathBuf>,
+}
+
+impl Dockerd {
+    /// The daemon.json keys every test dockerd needs: on dockerd < 23, a
+    /// trust key path in `dir` (the default is /etc/docker/key.json).
+    fn base_config(dir: &Path) -> Value {
+        if dockerd_major() < 23 {
+            json!({"deprecated-key-path": dir.join("key.json")})
+        } else {
+            json!({})
+        }
+    }
+
+    /// Starts containerd, then dockerd on it, and waits until the API answers.
+    fn start(runtime: DockerRuntime) -> Self {
+        require_docker();
+        let containerd = Containerd::start();
+        let cordon = containerd.cordon.clone();
+        let dir = TempDir::new("dockerd");
+        let d = dir.path().to_path_buf();
+        let created_outside: Vec<PathBuf> = ["/run/docker/plugins", "/run/docker"]
+            .into_iter()
+            .map(PathBuf::from)
+            .chain(cgroup_dirs("docker"))
+            .filter(|p| !p.exists())
+            .collect();
+        let (sock, exec_root, log) = (d.join("docker.sock"), d.join("exec"), d.join("dockerd.log"));
+        let mut cmd = Command::new("dockerd");
+        cmd.arg("--data-root")
+            .arg(d.join("data"))
+            .arg("--exec-root")
+            .arg(&exec_root)
+            .arg("--pidfile")
+            .arg(d.join("docker.pid"))
+            .arg("-H")
+            .arg(format!("unix://{}", sock.display()))
+            .args(["--iptables=false", "--ip6tables=false", "--bridge=none"])
+            .arg("--containerd")
+            .arg(&containerd.sock);
+        match runtime {
+            DockerRuntime::AddRuntime => {
+                let config = d.join("daemon.json");
+                fs::write(&config, serde_json::to_vec_pretty(&Self::base_config(&d)).unwrap()).unwrap();
+                cmd.arg("--config-file")
+                    .arg(config)
+                    .arg("--add-runtime")
+                    .arg(format!("cordon={}", cordon.display()));
+            }
+            DockerRuntime::ConfigFile(config) => {
+                cmd.arg("--config-file").arg(config);
+            }
+        }
+        let logf = fs::File::create(&log).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(logf.try_clone().unwrap())
+            .stderr(logf)
+            .spawn()
+            .expect("spawn dockerd");
+        let mut dk = Dockerd {
+            containerd: Some(containerd),
+            dir: Some(dir),
+            child: Some(child),
+            sock,
+            exec_root,
+            log,
+            cordon,
+            created_outside,
+        };
+        // From here on a panic drops `dk`, which stops dockerd and containerd.
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(st)) = dk.child.as_mut().unwrap().try_wait() {
+                panic!("dockerd exited ({st}) before answering\n{}", dk.diagnostics());
+            }
+            let v = dk.docker_timeout(&["version"], Duration::from_secs(5));
+            if v.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "dockerd did not answer `docker version` within {START_TIMEOUT:?}\n{v}\n{}",
+                dk.diagnostics()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        dk
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.as_ref().unwrap().path()
+    }
+
+    /// `docker -H unix://SOCK <args>` (client config in the temp dir).
+    fn docker_timeout(&self, args: &[&str], timeout: Duration) -> Ran {
+        let mut cmd = Command::new("docker");
+        cmd.env("DOCKER_CONFIG", self.dir().join("client"))
+            .env_remove("DOCKER_HOST")
+            .env_remove("DOCKER_CONTEXT")
+            .arg("-H")
+            .arg(format!("unix://{}", self.sock.display()))
+            .args(args);
+        run_timeout(&mut cmd, timeout)
+    }
+
+    fn docker(&self, args: &[&str]) -> Ran {
+        self.docker_timeout(args, CMD_TIMEOUT)
+    }
+
+    /// The `docker -H unix://SOCK` prefix, for a shell command line.
+    fn docker_cmdline(&self) -> String {
+        format!("docker -H unix://{}", self.sock.display())
+    }
+
+    /// `docker import`s bundles/busybox/rootfs as [`IMPORTED`].
+    fn import_busybox(&self) {
+        let t = rootfs_tar(self.dir());
+        let imp = self.docker(&["import", "-c", r#"CMD ["sh"]"#, &t.to_string_lossy(), IMPORTED]);
+        assert!(imp.success(), "docker import failed\n{imp}\n{}", self.diagnostics());
+    }
+
+    /// `docker run --rm --runtime cordon --cidfile F IMAGE cmd...`; also
+    /// returns the container's id (from the cidfile).
+    fn run_rm(&self, cmd: &[&str]) -> (Ran, Option<String>) {
+        let cid = self.dir().join(unique("cid"));
+        let cid_s = cid.to_string_lossy().into_owned();
+        let mut args = vec!["run", "--rm", "--runtime", "cordon", "--cidfile", &cid_s, IMPORTED];
+        args.extend_from_slice(cmd);
+        let r = self.docker(&args);
+        (r, read_id(&cid))
+    }
+
+    /// The state roots docker gave cordon (`<exec-root>/runtime-*/moby`).
+    fn cordon_roots(&self) -> Vec<PathBuf> {
+        let Ok(rd) = fs::read_dir(&self.exec_root) else {
+            return vec![];
+        };
+        rd.flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("runtime-"))
+            .map(|e| e.path().join("moby"))
+            .filter(|p| p.is_dir())
+            .collect()
+    }
+
+    /// `cordon --root ROOT <args>`.
+    fn cordon(&self, root: &Path, args: &[&str]) -> Ran {
+        run_timeout(
+            Command::new(&self.cordon).arg("--root").arg(root).args(args),
+            CMD_TIMEOUT,
+        )
+    }
+
+    /// (root, id) of every cordon container in docker's roots.
+    fn cordon_containers(&self) -> Vec<(PathBuf, String)> {
+        self.cordon_roots()
+            .into_iter()
+            .flat_map(|root| {
+                let ids = self.cordon(&root, &["list", "-q"]).stdout;
+                ids.lines().map(|id| (root.clone(), id.to_string())).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// dockerd's warnings and errors, the runtime's log.json files in the
+    /// shims' bundles, and cordon's containers.
+    fn diagnostics(&self) -> String {
+        let mut s = String::from("--- dockerd log (warnings and errors, last 30) ---\n");
+        let log = fs::read_to_string(&self.log).unwrap_or_default();
+        let bad: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("level=warning") || l.contains("level=error") || l.contains("level=fatal"))
+            .collect();
+        for l in &bad[bad.len().saturating_sub(30)..] {
+            s.push_str(l);
+            s.push('\n');
+        }
+        if let Some(c) = &self.containerd {
+            let task_dir = c.state.join("io.containerd.runtime.v2.task/moby");
+            if let Ok(rd) = fs::read_dir(&task_dir) {
+                for e in rd.flatten() {
+                    let p = e.path().join("log.json");
+                    if let Ok(text) = fs::read_to_string(&p) {
+                        s.push_str(&format!("--- {} ---\n{text}\n", p.display()));
+                    }
+                }
+            }
+        }
+        for root in self.cordon_roots() {
+            let list = self.cordon(&root, &["list"]);
+            s.push_str(&format!(
+                "--- cordon containers in {} ---\n{}",
+                root.display(),
+                list.stdout
+            ));
+        }
+        s
+    }
+
+    /// Waits until container `id` left nothing behind: no docker container,
+    /// no containerd task, no cordon container, no cgroup, no mount.
+    fn assert_gone(&self, id: &str) {
+        let res = poll(|| {
+            let mut left = vec![];
+            if self
+                .docker(&["ps", "-aq", "--no-trunc"])
+                .stdout
+                .lines()
+                .any(|l| l == id)
+            {
+                left.push("a docker container".to_string());
+            }
+            if let Some(c) = &self.containerd {
+                let tasks = c.ctr_global(&["-n", "moby", "task", "ls", "-q"], CMD_TIMEOUT);
+                if tasks.stdout.lines().any(|l| l == id) {
+                    left.push("a containerd task".into());
+                }
+            }
+            if self.cordon_containers().iter().any(|(_, c)| c == id) {
+                left.push("a cordon container".into());
+            }
+            if cgroup_leaked(id) {
+                left.push("a cgroup directory".into());
+            }
+            let mounts: Vec<_> = mounts_under(self.dir())
+                .into_iter()
+                .filter(|m| m.to_string_lossy().contains(id))
+                .collect();
+            if !mounts.is_empty() {
+                left.push(format!("mounts {mounts:?}"));
+            }
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(left.join(", "))
+            }
+        });
+        if let Err(left) = res {
+            panic!("{id} left behind: {left}\n{}", self.diagnostics());
+        }
+    }
+}
+
+impl Drop for Dockerd {
+    fn drop(&mut self) {
+        if self.dir.is_none() {
+            return;
+        }
+        let quick = Duration::from_secs(20);
+
+        // 1. Through dockerd: every container.
+        if self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None))) {
+            for id in self.docker_timeout(&["ps", "-aq"], quick).stdout.lines() {
+                let _ = self.docker_timeout(&["rm", "-f", id], quick);
+            }
+        }
+
+        // 2. Stop dockerd: SIGTERM, wait, then SIGKILL.
+        if let Some(mut child) = self.child.take() {
+            if matches!(child.try_wait(), Ok(None)) {
+                // SAFETY: kill(2) on our own child's pid; it is not reaped
+                // yet (we hold the Child), so the pid cannot be reused.
+                unsafe {
+                    libc::kill(child.id() as i32, libc::SIGTERM);
+                }
+                let deadline = Instant::now() + STOP_TIMEOUT;
+                while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                if matches!(child.try_wait(), Ok(None)) {
+                    let _ = child.kill();
+                }
+            }
+            let _ = child.wait();
+        }
+
+        // 3. Directly: cordon containers left in docker's roots, then
+        //    anything still naming our dir (a hung cordon, a supervisor).
+        let force_delete_all = |d: &Dockerd| {
+            for (root, id) in d.cordon_containers() {
+                let _ = d.cordon(&root, &["delete", "--force", &id]);
+            }
+        };
+        force_delete_all(self);
+        for pid in pids_mentioning(&self.dir().to_string_lossy()) {
+            sigkill(pid);
+        }
+        force_delete_all(self);
+
+        // 4. Mounts under the temp dir (the data root, container rootfs).
+        let dir = self.dir.take().unwrap();
+        unmount_under(dir.path());
+        // 5. containerd (its own Drop: shims, mounts, its temp dir).
+        drop(self.containerd.take());
+        // 6. What dockerd made outside the temp dir, if now empty.
+        remove_created(&self.created_outside);
+        // 7. The temp dir.
+        remove_unless_mounted(dir, "dockerd");
+    }
+}
+
+/// Fails (never skips) when Docker is not installed.
+fn require_docker() {
+    require_tools("Docker", "docker.io", &["dockerd", "docker"]);
+    require_containerd();
+}
+
+// ---------------------------------------------------------------------------
+// the podman fixture
+// ---------------------------------------------------------------------------
+
+/// Where podman's containers.conf of a test comes from.
+enum PodmanConf {
+    /// An empty one of the fixture's own (only built-in defaults apply).
+    Empty,
+    /// This file (as written by `cordon install podman --write`).
+    File(PathBuf),
+}
+
+/// podman with private storage (`--root`, `--runroot`), `--tmpdir`,
+/// `--network-config-dir`, `--cgroup-manager cgroupfs`, file events, and
+/// `CONTAINERS_CONF` set to a file of the test's (so no system
+/// containers.conf is read). podman runs the runtime without `--root`, so
+/// cordon keeps its state in its default root, /run/cordon: the fixture
+/// removes any container of its own left there (and /run/cordon itself if
+/// it created it and it is empty). podman also makes a few paths outside
+/// its roots whatever the flags (/run/containers/networks, the blob-info
+/// cache in /var/lib/containers/cache, the `libpod_parent` cgroups); those
+/// it created are removed again.
+struct Podman {
+    dir: Option<TempDir>,
+    conf: PathBuf,
+    cordon: PathBuf,
+    created_outside: Vec<PathBuf>,
+}
+
+/// cordon's default state root, which podman makes it use.
+const DEFAULT_ROOT: &str = "/run/cordon";
+
+impl Podman {
+    fn new(conf: PodmanConf) -> Self {
+        require_tools("podman", "podman", &["podman", "conmon"]);
+        let cordon = cordon_abs();
+        let dir = TempDir::new("podman");
+        let conf = match conf {
+            PodmanConf::Empty => {
+                let c = dir.path().join("containers.conf");
+                fs::write(&c, "").unwrap();
+                c
+            }
+            PodmanConf::File(c) => c,
+        };
+        let created_outside: Vec<PathBuf> = [
+            "/run/cordon/.cordon",
+            DEFAULT_ROOT,
+            "/run/containers/networks",
+            "/run/containers",
+            "/var/lib/containers/cache/blob-info-cache-v1.boltdb",
+            "/var/lib/containers/cache",
+            "/var/lib/containers",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .chain(cgroup_dirs("libpod_parent/conmon"))
+        .chain(cgroup_dirs("libpod_parent"))
+        .filter(|p| !p.exists())
+        .collect();
+        Podman {
+            dir: Some(dir),
+            conf,
+            cordon,
+            created_outside,
+        }
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.as_ref().unwrap().path()
+    }
+
+    /// `podman <private flags> <args>`.
+    fn podman(&self, args: &[&str]) -> Ran {
+        let d = self.dir();
+        run_timeout(
+            Command::new("podman")
+                .env("CONTAINERS_CONF", &self.conf)
+                .arg("--root")
+                .arg(d.join("root"))
+                .arg("--runroot")
+                .arg(d.join("runroot"))
+                .arg("--tmpdir")
+                .arg(d.join("tmp"))
+                .arg("--network-config-dir")
+                .arg(d.join("networks"))
+                .args(["--cgroup-manager", "cgroupfs", "--events-backend", "file"])
+                .args(args),
+            CMD_TIMEOUT,
+        )
+    }
+
+    /// `podman --runtime <abs path of cordon> <args>`.
+    fn podman_cordon(&self, args: &[&str]) -> Ran {
+        let rt = self.cordon.to_string_lossy().into_owned();
+        let mut all = vec!["--runtime", rt.as_str()];
+        all.extend_from_slice(args);
+        self.podman(&all)
+    }
+
+    /// `podman import`s bundles/busybox/rootfs as [`IMPORTED`].
+    fn import_busybox(&self) {
+        let t = rootfs_tar(self.dir());
+        let imp = self.podman(&["import", &t.to_string_lossy(), IMPORTED]);
+        assert!(imp.success(), "podman import failed\n{imp}");
+    }
+
+    /// `podman [--runtime RT] run --rm --network none --ulimit ... --cidfile F
+    /// IMAGE cmd...`, with `runtime` a path or a name from containers.conf;
+    /// also returns the container's id. The ulimits are the host's hard
+    /// limits here (podman's default nofile of 1048576 is above them, and
+    /// raising a hard limit needs CAP_SYS_RESOURCE).
+    fn run_rm(&self, runtime: &str, cmd: &[&str]) -> (Ran, Option<String>) {
+        let cid = self.dir().join(unique("cid"));
+        let cid_s = cid.to_string_lossy().into_owned();
+        let mut args = vec!["--runtime", runtime, "run", "--rm", "--cidfile", &cid_s];
+        args.extend_from_slice(&PODMAN_RUN_FLAGS);
+        args.push(IMPORTED);
+        args.extend_from_slice(cmd);
+        let r = self.podman(&args);
+        (r, read_id(&cid))
+    }
+
+    /// `cordon <args>` with its default root (podman's containers).
+    fn cordon(&self, args: &[&str]) -> Ran {
+        run_timeout(Command::new(&self.cordon).args(args), CMD_TIMEOUT)
+    }
+
+    /// cordon containers in /run/cordon whose bundle is in our temp dir.
+    fn own_cordon_containers(&self) -> Vec<String> {
+        if !Path::new(DEFAULT_ROOT).exists() {
+            return vec![];
+        }
+        let list = self.cordon(&["list", "--format", "json"]);
+        let all: Vec<Value> = serde_json::from_str(&list.stdout).unwrap_or_default();
+        all.iter()
+            .filter(|c| {
+                c["bundle"]
+                    .as_str()
+                    .is_some_and(|b| Path::new(b).starts_with(self.dir()))
+            })
+            .filter_map(|c| c["id"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// Waits until container `id` left nothing behind: no podman container,
+    /// nothing in /run/cordon, no cgroup, no mount.
+    fn assert_gone(&self, id: &str) {
+        let res = poll(|| {
+            let mut left = vec![];
+            if self
+                .podman(&["ps", "-aq", "--no-trunc"])
+                .stdout
+                .lines()
+                .any(|l| l == id)
+            {
+                left.push("a podman container".to_string());
+            }
+            if self.cordon(&["list", "-q"]).stdout.lines().any(|l| l == id) {
+                left.push(format!("a cordon container in {DEFAULT_ROOT}"));
+            }
+            for p in [
+                Path::new(DEFAULT_ROOT).join(id),
+                Path::new(DEFAULT_ROOT).join(".cordon").join(id),
+            ] {
+                if p.exists() {
+                    left.push(format!("{}", p.display()));
+                }
+            }
+            if cgroup_leaked(id) || cgroup_leaked(&format!("libpod-{id}")) {
+                left.push("a cgroup directory".into());
+            }
+            let mounts: Vec<_> = mounts_under(self.dir())
+                .into_iter()
+                .filter(|m| m.to_string_lossy().contains(id))
+                .collect();
+            if !mounts.is_empty() {
+                left.push(format!("mounts {mounts:?}"));
+            }
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(left.join(", "))
+            }
+        });
+        if let Err(left) = res {
+            let list = self.cordon(&["list"]);
+            panic!("{id} left behind: {left}\n--- cordon list ---\n{}", list.stdout);
+        }
+    }
+}
+
+/// `podman run` flags every test uses (see [`Podman::run_rm`]).
+const PODMAN_RUN_FLAGS: [&str; 6] = [
+    "--network",
+    "none",
+    "--ulimit",
+    "nofile=20000:20000",
+    "--ulimit",
+    "nproc=32768:32768",
+];
+
+impl Drop for Podman {
+    fn drop(&mut self) {
+        if self.dir.is_none() {
+            return;
+        }
+        let _ = self.podman(&["rm", "--all", "--force"]);
+        for id in self.own_cordon_containers() {
+            let _ = self.cordon(&["delete", "--force", &id]);
+        }
+        // conmon and anything else still naming our dir.
+        for pid in pids_mentioning(&self.dir().to_string_lossy()) {
+            sigkill(pid);
+        }
+        for id in self.own_cordon_containers() {
+            let _ = self.cordon(&["delete", "--force", &id]);
+        }
+        let dir = self.dir.take().unwrap();
+        unmount_under(dir.path());
+        remove_created(&self.created_outside);
+        remove_unless_mounted(dir, "podman");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Docker tests
+// ---------------------------------------------------------------------------
+
+/// `docker run --runtime cordon`: the supervisor is there.
+#[test]
+fn docker_run_uname_is_emulated_by_cordon() {
+    let _g = serial();
+    let d = Dockerd::start(DockerRuntime::AddRuntime);
+    d.import_busybox();
+    let (r, id) = d.run_rm(&["uname", "-r"]);
+    assert!(
+        r.success() && r.stdout.trim() == CORDON_RELEASE,
+        "expected docker run to exit 0 printing {CORDON_RELEASE}\n{r}\n{}",
+        d.diagnostics()
+    );
+    d.assert_gone(&id.expect("docker wrote no --cidfile"));
+}
+
+/// The init's exit code reaches `docker run`.
+#[test]
+fn docker_run_exit_code_propagates() {
+    let _g = serial();
+    let d = Dockerd::start(DockerRuntime::AddRuntime);
+    d.import_busybox();
+    let (r, id) = d.run_rm(&["sh", "-c", "exit 3"]);
+    assert_eq!(
+        r.code(),
+        Some(3),
+        "expected docker run to exit 3\n{r}\n{}",
+        d.diagnostics()
+    );
+    d.assert_gone(&id.expect("docker wrote no --cidfile"));
+}
+
+/// A detached container: exec (plain, with an exit code, with a tty), then
+/// `docker stop` of an init that ignores SIGTERM (SIGKILL after the grace
+/// period: 137) and of one that handles it (its own exit code, at once),
+/// then `docker rm -f`.
+#[test]
+fn docker_detached_exec_stop_rm() {
+    let _g = serial();
+    let d = Dockerd::start(DockerRuntime::AddRuntime);
+    d.import_busybox();
+    let name = unique("docker-detached");
+    let r = d.docker(&[
+        "run",
+        "-d",
+        "--runtime",
+        "cordon",
+        "--name",
+        &name,
+        IMPORTED,
+        "sleep",
+        "100",
+    ]);
+    assert!(r.success(), "docker run -d failed\n{r}\n{}", d.diagnostics());
+    let id = r.stdout.trim().to_string();
+
+    // docker's container is cordon's running container, same pid.
+    let ins = d.docker(&["inspect", "-f", "{{.State.Pid}}", &name]);
+    let docker_pid: Option<i64> = ins.stdout.trim().parse().ok();
+    let found = d.cordon_containers().into_iter().find(|(_, c)| *c == id);
+    let Some((root, _)) = found else {
+        panic!("{id} is not a cordon container in docker's roots\n{}", d.diagnostics());
+    };
+    let st = d.cordon(&root, &["state", &id]);
+    let state: Value = serde_json::from_str(&st.stdout).unwrap_or_default();
+    assert_eq!(state["status"], "running", "{st}");
+    assert_eq!(
+        docker_pid,
+        state["pid"].as_i64(),
+        "docker inspect pid vs cordon state\n{ins}\n{st}"
+    );
+
+    let ex = d.docker(&["exec", &name, "uname", "-r"]);
+    assert!(
+        ex.success() && ex.stdout.trim() == CORDON_RELEASE,
+        "expected docker exec to exit 0 printing {CORDON_RELEASE}\n{ex}\n{}",
+        d.diagnostics()
+    );
+    let ex = d.docker(&["exec", &name, "sh", "-c", "exit 5"]);
+    assert_eq!(
+        ex.code(),
+        Some(5),
+        "expected docker exec to exit 5\n{ex}\n{}",
+        d.diagnostics()
+    );
+    let ex = d.docker(&["exec", "-t", &name, "tty"]);
+    assert!(
+        ex.success() && ex.stdout.trim().starts_with("/dev/pts/"),
+        "expected docker exec -t to print /dev/pts/N\n{ex}\n{}",
+        d.diagnostics()
+    );
+
+    // `sleep` as pid 1 ignores SIGTERM: docker kills it after 2 s.
+    let t0 = Instant::now();
+    let stop = d.docker(&["stop", "-t", "2", &name]);
+    let took = t0.elapsed();
+    assert!(stop.success(), "docker stop failed\n{stop}\n{}", d.diagnostics());
+    let status = d.docker(&["inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", &name]);
+    assert_eq!(
+        status.stdout.trim(),
+        "exited 137",
+        "after docker stop -t 2\n{status}\n{}",
+        d.diagnostics()
+    );
+    assert!(
+        took >= Duration::from_millis(1500),
+        "docker stop -t 2 took only {took:?}: was SIGTERM fatal?"
+    );
+
+    // An init that handles SIGTERM exits with its own code, well before the grace period.
+    let name2 = unique("docker-sigterm");
+    let r = d.docker(&[
+        "run",
+        "-d",
+        "--runtime",
+        "cordon",
+        "--name",
+        &name2,
+        IMPORTED,
+        "sh",
+        "-c",
+        "trap 'exit 7' TERM; sleep 100 & wait",
+    ]);
+    assert!(r.success(), "docker run -d failed\n{r}\n{}", d.diagnostics());
+    let id2 = r.stdout.trim().to_string();
+    // The trap is set once the shell has started sleep.
+    let ready = poll(|| {
+        let top = d.docker(&["top", &name2]);
+        if top.stdout.contains("sleep 100") {
+            Ok(())
+        } else {
+            Err(format!("{top}"))
+        }
+    });
+    if let Err(e) = ready {
+        panic!("sleep never started in {name2}: {e}\n{}", d.diagnostics());
+    }
+    let t0 = Instant::now();
+    let stop = d.docker(&["stop", "-t", "20", &name2]);
+    let took = t0.elapsed();
+    assert!(stop.success(), "docker stop failed\n{stop}\n{}", d.diagnostics());
+    let status = d.docker(&["inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", &name2]);
+    assert_eq!(
+        status.stdout.trim(),
+        "exited 7",
+        "after docker stop\n{status}\n{}",
+        d.diagnostics()
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "docker stop took {took:?}: SIGTERM not delivered?"
+    );
+
+    for (n, i) in [(&name, &id), (&name2, &id2)] {
+        let rm = d.docker(&["rm", "-f", n]);
+        assert!(rm.success(), "docker rm -f failed\n{rm}\n{}", d.diagnostics());
+        d.assert_gone(i);
+    }
+}
+
+/// `docker run -t` gives the container a pty, with or without a terminal
+/// on docker's side; `-it` from a terminal (under script(1)) too, and the
+/// exit code still comes through.
+#[test]
+fn docker_run_tty() {
+    let _g = serial();
+    let d = Dockerd::start(DockerRuntime::AddRuntime);
+    d.import_busybox();
+    let r = d.docker(&["run", "-t", "--rm", "--runtime", "cordon", IMPORTED, "tty"]);
+    assert!(
+        r.success() && r.stdout.trim().starts_with("/dev/pts/"),
+        "expected docker run -t to print /dev/pts/N\n{r}\n{}",
+        d.diagnostics()
+    );
+    let r = in_pty(&format!(
+        "{} run -it --rm --runtime cordon {IMPORTED} sh -c 'tty; uname -r; exit 4'",
+        d.docker_cmdline()
+    ));
+    assert_eq!(
+        r.code(),
+        Some(4),
+        "expected docker run -it to exit 4\n{r}\n{}",
+        d.diagnostics()
+    );
+    assert!(
+        r.stdout.contains("/dev/pts/") && r.stdout.contains(CORDON_RELEASE),
+        "expected /dev/pts/N and {CORDON_RELEASE} through the pty\n{r}"
+    );
+    let ps = d.docker(&["ps", "-aq"]);
+    assert!(ps.stdout.trim().is_empty(), "containers left after --rm\n{ps}");
+}
+
+// ---------------------------------------------------------------------------
+// podman tests
+// ---------------------------------------------------------------------------
+
+/// `podman --runtime <cordon> run`: the supervisor is there; cordon's state
+/// (in /run/cordon) is gone afterwards.
+#[test]
+fn podman_run_uname_is_emulated_by_cordon() {
+    let _g = serial();
+    let p = Podman::new(PodmanConf::Empty);
+    p.import_busybox();
+    let rt = p.cordon.to_string_lossy().into_owned();
+    let (r, id) = p.run_rm(&rt, &["uname", "-r"]);
+    assert!(
+        r.success() && r.stdout.trim() == CORDON_RELEASE,
+        "expected podman run to exit 0 printing {CORDON_RELEASE}\n{r}"
+    );
+    p.assert_gone(&id.expect("podman wrote no --cidfile"));
+}
+
+/// The init's exit code reaches `podman run`.
+#[test]
+fn podman_run_exit_code_propagates() {
+    let _g = serial();
+    let p = Podman::new(PodmanConf::Empty);
+    p.import_busybox();
+    let rt = p.cordon.to_string_lossy().into_owned();
+    let (r, id) = p.run_rm(&rt, &["sh", "-c", "exit 3"]);
+    assert_eq!(r.code(), Some(3), "expected podman run to exit 3\n{r}");
+    p.assert_gone(&id.expect("podman wrote no --cidfile"));
+}
+
+/// A detached podman container: cordon's state in /run/cordon, exec, stop
+/// (SIGKILL after the grace period), rm.
+#[test]
+fn podman_detached_exec_stop_rm() {
+    let _g = serial();
+    let p = Podman::new(PodmanConf::Empty);
+    p.import_busybox();
+    let name = unique("podman-detached");
+    let mut args = vec!["run", "-d", "--name", &name];
+    args.extend_from_slice(&PODMAN_RUN_FLAGS);
+    args.extend_from_slice(&[IMPORTED, "sleep", "100"]);
+    let r = p.podman_cordon(&args);
+    assert!(r.success(), "podman run -d failed\n{r}");
+    let id = r.stdout.trim().to_string();
+
+    let st = p.cordon(&["state", &id]);
+    let state: Value = serde_json::from_str(&st.stdout).unwrap_or_default();
+    assert_eq!(
+        state["status"], "running",
+        "cordon (default root) state of podman's container\n{st}"
+    );
+
+    let ex = p.podman_cordon(&["exec", &name, "uname", "-r"]);
+    assert!(
+        ex.success() && ex.stdout.trim() == CORDON_RELEASE,
+        "expected podman exec to exit 0 printing {CORDON_RELEASE}\n{ex}"
+    );
+    let ex = p.podman_cordon(&["exec", &name, "sh", "-c", "exit 5"]);
+    assert_eq!(ex.code(), Some(5), "expected podman exec to exit 5\n{ex}");
+
+    let stop = p.podman_cordon(&["stop", "-t", "2", &name]);
+    assert!(stop.success(), "podman stop failed\n{stop}");
+    let status = p.podman_cordon(&["inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", &name]);
+    assert_eq!(status.stdout.trim(), "exited 137", "after podman stop -t 2\n{status}");
+    let rm = p.podman_cordon(&["rm", "-f", &name]);
+    assert!(rm.success(), "podman rm -f failed\n{rm}");
+    p.assert_gone(&id);
+}
+
+// ---------------------------------------------------------------------------
+// cordon install
+// ---------------------------------------------------------------------------
+
+/// `cordon <args>` (no --root: install touches no state).
+fn cordon_cli(args: &[&str]) -> Ran {
+    run_timeout(Command::new(cordon_abs()).args(args), CMD_TIMEOUT)
+}
+
+/// `cordon install docker --write --config F` merges into F (keeping its
+/// keys), and the file is one a real dockerd takes: `--runtime cordon`
+/// then runs under the supervisor.
+#[test]
+fn cordon_install_docker_daemon_json_works_with_dockerd() {
+    let _g = serial();
+    require_docker();
+    let t = TempDir::new("install-docker");
+    let config = t.path().join("daemon.json");
+    let mut before = Dockerd::base_config(t.path());
+    before["log-level"] = "info".into();
+    fs::write(&config, serde_json::to_vec_pretty(&before).unwrap()).unwrap();
+
+    let cfg = config.to_string_lossy().into_owned();
+    let printed = cordon_cli(&["install", "docker", "--config", &cfg]);
+    assert!(printed.success(), "{printed}");
+    let snippet: Value = serde_json::from_str(&printed.stdout).expect("install docker prints JSON");
+    let abs = cordon_abs().to_string_lossy().into_owned();
+    assert_eq!(snippet, json!({"runtimes": {"cordon": {"path": abs}}}), "{printed}");
+    assert_eq!(
+        fs::read(&config).unwrap(),
+        serde_json::to_vec_pretty(&before).unwrap(),
+        "without --write the file must not change"
+    );
+
+    let w = cordon_cli(&["install", "docker", "--write", "--config", &cfg]);
+    assert!(w.success(), "{w}");
+    let after: Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
+    let mut expected = before.clone();
+    expected["runtimes"] = json!({"cordon": {"path": abs}});
+    assert_eq!(after, expected, "daemon.json after install\n{w}");
+    let again = cordon_cli(&["install", "docker", "--write", "--config", &cfg]);
+    assert!(
+        again.success() && again.stdout.contains("already configured"),
+        "a second install should change nothing\n{again}"
+    );
+
+    let d = Dockerd::start(DockerRuntime::ConfigFile(config));
+    let info = d.docker(&["info", "--format", "{{json .Runtimes}}"]);
+    assert!(
+        info.stdout.contains("\"cordon\""),
+        "dockerd does not list runtime cordon\n{info}"
+    );
+    d.import_busybox();
+    let (r, id) = d.run_rm(&["uname", "-r"]);
+    assert!(
+        r.success() && r.stdout.trim() == CORDON_RELEASE,
+        "expected docker run --runtime cordon to exit 0 printing {CORDON_RELEASE}\n{r}\n{}",
+        d.diagnostics()
+    );
+    d.assert_gone(&id.expect("docker wrote no --cidfile"));
+}
+
+/// `cordon install podman --write --config F`: podman with
+/// CONTAINERS_CONF=F knows `--runtime cordon` by name.
+#[test]
+fn cordon_install_podman_containers_conf_works_with_podman() {
+    let _g = serial();
+    let t = TempDir::new("install-podman");
+    let config = t.path().join("containers.conf");
+    fs::write(&config, "# the test's own\n[engine]\nevents_logger = \"file\"\n").unwrap();
+    let cfg = config.to_string_lossy().into_owned();
+    let w = cordon_cli(&["install", "podman", "--write", "--config", &cfg]);
+    assert!(w.success(), "{w}");
+    let text = fs::read_to_string(&config).unwrap();
+    assert!(
+        text.starts_with("# the test's own\n[engine]\nevents_logger = \"file\"\n"),
+        "install should append to a file it can append to\n{text}"
+    );
+
+    let p = Podman::new(PodmanConf::File(config));
+    p.import_busybox();
+    let (r, id) = p.run_rm("cordon", &["uname", "-r"]);
+    assert!(
+        r.success() && r.stdout.trim() == CORDON_RELEASE,
+        "expected podman --runtime cordon to exit 0 printing {CORDON_RELEASE}\ncontainers.conf:\n{text}\n{r}"
+    );
+    p.assert_gone(&id.expect("podman wrote no --cidfile"));
+}
+
+/// `cordon install containerd --write --config F` writes a config
+/// containerd parses, with the runtime on the runc shim and cordon as its
+/// BinaryName (`containerd --config F config dump`).
+#[test]
+fn cordon_install_containerd_config_is_read_by_containerd() {
+    require_containerd();
+    let t = TempDir::new("install-containerd");
+    let config = t.path().join("config.toml");
+    let cfg = config.to_string_lossy().into_owned();
+    let w = cordon_cli(&["install", "containerd", "--write", "--config", &cfg]);
+    assert!(w.success(), "{w}");
+    let dump = run_timeout(
+        Command::new("containerd")
+            .arg("--config")
+            .arg(&config)
+            .args(["config", "dump"]),
+        CMD_TIMEOUT,
+    );
+    assert!(dump.success(), "containerd config dump failed\n{dump}");
+    let abs = cordon_abs().to_string_lossy().into_owned();
+    let section: Vec<&str> = dump
+        .stdout
+        .lines()
+        .skip_while(|l| l.trim() != r#"[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.cordon]"#)
+        .take_while(|l| !l.contains("containerd.runtimes.runc"))
+        .map(str::trim)
+        .collect();
+    assert!(
+        section.contains(&r#"runtime_type = "io.containerd.runc.v2""#)
+            && section.contains(&format!(r#"BinaryName = "{abs}""#).as_str()),
+        "containerd's view of the runtime:\n{}\n--- config.toml ---\n{}",
+        section.join("\n"),
+        fs::read_to_string(&config).unwrap_or_default()
+    );
 }

@@ -1576,3 +1576,24 @@ fn events_stats_prints_cgroup_statistics() {
     assert_eq!(v["type"], "stats", "{v}");
     assert!(v["data"]["pids"]["current"].as_u64().unwrap_or(0) >= 1, "{v}");
 }
+
+#[test]
+fn long_state_root_and_64_character_id() {
+    // Engines use long roots (Docker: /var/run/docker/runtime-runc/moby)
+    // and 64-character ids; a unix socket path holds at most 107 bytes.
+    let env = Env::busybox(&["uname", "-r"]);
+    env.write();
+    let root = env
+        .root
+        .path()
+        .join("a-rather-long-state-root-directory/runtime-runc/moby/0123456789");
+    let id: String = std::iter::repeat("0123456789abcdef").take(4).collect();
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    let out = cordon_tests::run_captured(
+        Command::new(cordon_bin())
+            .arg("--root")
+            .arg(&root)
+            .args(["run", "-b", &b, &id]),
+    );
+    assert_eq!(ok(&out).trim(), "6.1.0-cordon");
+}

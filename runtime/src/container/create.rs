@@ -3,7 +3,6 @@
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -141,7 +140,7 @@ impl Runtime {
             let pid = spawn_supervisor(&opts.id, &dir, policy_name, &hostname)?;
             meta.supervisor_pid = Some(pid);
             self.save_meta(&opts.id, &meta)?;
-            Some(UnixStream::connect(crate::supervisor::socket_path(&dir)).map_err(io("connect to the supervisor"))?)
+            Some(crate::supervisor::connect(&dir).map_err(io("connect to the supervisor"))?)
         } else {
             self.save_meta(&opts.id, &meta)?;
             None
@@ -245,7 +244,7 @@ impl Runtime {
         let prog = crate::filter::compile(&policy);
         let sock = if policy.needs_supervisor() {
             Some(
-                UnixStream::connect(crate::supervisor::socket_path(&self.cordon_dir(&opts.id)))
+                crate::supervisor::connect(&self.cordon_dir(&opts.id))
                     .map_err(io(format!("connect to the supervisor of {:?}", opts.id)))?,
             )
         } else {

@@ -93,7 +93,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     let audit = audit::AuditLog::open(Some(&opts.dir.join(AUDIT))).map_err(io_err("open audit log"))?;
     let sock_path = opts.dir.join(SOCKET);
     let _ = std::fs::remove_file(&sock_path);
-    let listener = UnixListener::bind(&sock_path).map_err(io_err(format!("bind {}", sock_path.display())))?;
+    let listener = bind(&opts.dir).map_err(io_err(format!("bind {}", sock_path.display())))?;
     std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(io_err("chmod socket"))?;
 
     // Handlers apply each caller's umask themselves.
@@ -195,4 +195,22 @@ fn wait_exit(pidfd: std::os::fd::BorrowedFd<'_>) {
 /// The socket path of container dir `dir`.
 pub fn socket_path(dir: &Path) -> PathBuf {
     dir.join(SOCKET)
+}
+
+/// Runs `f` with a short path to `dir/<SOCKET>`: `/proc/self/fd/<dirfd>/...`.
+/// A unix socket path holds at most 107 bytes, and engines use long state
+/// roots and 64-character ids (Docker: `/var/run/docker/runtime-runc/moby/<id>`).
+fn via_short_path<T>(dir: &Path, f: impl FnOnce(&Path) -> std::io::Result<T>) -> std::io::Result<T> {
+    let d = std::fs::File::open(dir)?;
+    f(&PathBuf::from(format!("/proc/self/fd/{}/{SOCKET}", d.as_raw_fd())))
+}
+
+/// Binds the supervisor's socket in container dir `dir`.
+fn bind(dir: &Path) -> std::io::Result<UnixListener> {
+    via_short_path(dir, |p| UnixListener::bind(p))
+}
+
+/// Connects to the supervisor of container dir `dir`.
+pub fn connect(dir: &Path) -> std::io::Result<UnixStream> {
+    via_short_path(dir, |p| UnixStream::connect(p))
 }
