@@ -1587,7 +1587,7 @@ fn long_state_root_and_64_character_id() {
         .root
         .path()
         .join("a-rather-long-state-root-directory/runtime-runc/moby/0123456789");
-    let id: String = std::iter::repeat("0123456789abcdef").take(4).collect();
+    let id = "0123456789abcdef".repeat(4);
     let b = env.bundle.path().to_string_lossy().into_owned();
     let out = cordon_tests::run_captured(
         Command::new(cordon_bin())
