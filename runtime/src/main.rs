@@ -7,6 +7,28 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    // CVE-2019-5736: a container process could reach the runtime's binary
+    // through /proc/<pid>/exe of a process cordon forks into the container
+    // (the init before it execs, an exec'd process) and overwrite it. The
+    // commands that fork into containers re-exec from a sealed memfd copy
+    // first, as runc and youki do.
+    if matches!(
+        cli.cmd,
+        Some(cli::Cmd::Create(_) | cli::Cmd::Run(_) | cli::Cmd::Exec(_))
+    ) {
+        // The supervisor runs from the binary on disk (it is not reachable
+        // from containers): remember where that is across the re-exec.
+        if std::env::var_os(cordon::container::BINARY_ENV).is_none() {
+            if let Ok(exe) = std::env::current_exe() {
+                // SAFETY: single-threaded at this point of main.
+                unsafe { std::env::set_var(cordon::container::BINARY_ENV, exe) };
+            }
+        }
+        if let Err(e) = pentacle::ensure_sealed() {
+            eprintln!("cordon: seal the runtime binary: {e}");
+            std::process::exit(1);
+        }
+    }
     let format = if cli.log_format == "json" {
         cli::logging::Format::Json
     } else {

@@ -692,3 +692,19 @@ fn the_runtime_config_file_chooses_the_default_policy() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("bogus"), "the bad key is named: {}", stderr(&out));
 }
+
+#[test]
+fn container_processes_never_run_the_runtime_binary_from_disk() {
+    // CVE-2019-5736: before it execs the payload, the container's init is a
+    // fork of `cordon create`; if /proc/<init>/exe were the binary on disk,
+    // a container process could reopen it for writing.
+    let env = Env::busybox(&["true"]);
+    let id = unique("sealed");
+    ok(&env.create(&id));
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(exe.to_string_lossy().starts_with("/memfd:"), "init runs {exe:?}");
+    let host = std::fs::canonicalize(cordon_bin()).unwrap();
+    assert_ne!(exe, host);
+    ok(&env.cordon(&["delete", "--force", &id]));
+}

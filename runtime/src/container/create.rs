@@ -366,7 +366,10 @@ fn spawn_supervisor(id: &str, dir: &Path, policy: &str, hostname: &str) -> Resul
     })?;
     let log_path = dir.join("supervisor.log");
     let log = std::fs::File::create(&log_path).map_err(io("create supervisor.log"))?;
-    let exe = std::env::current_exe().map_err(io("find the cordon binary"))?;
+    let exe = match std::env::var_os(super::BINARY_ENV) {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe().map_err(io("find the cordon binary"))?,
+    };
     let mut cmd = Command::new(exe);
     cmd.arg("supervise")
         .arg("--dir")

@@ -25,6 +25,10 @@ pub use create::{CreateOptions, ExecOptions};
 
 use crate::config::RuntimeConfig;
 
+/// Environment variable naming the cordon binary on disk, set before the
+/// re-exec from a sealed memfd; the supervisor is started from it.
+pub const BINARY_ENV: &str = "CORDON_BINARY";
+
 /// Default state root, as runc's is /run/runc.
 pub const DEFAULT_ROOT: &str = "/run/cordon";
 const CORDON_DIR: &str = ".cordon";
@@ -326,6 +330,23 @@ impl Runtime {
                 status: status_str(c.status()),
                 op: "delete (use --force)",
             });
+        }
+        if force && c.status() != ContainerStatus::Stopped {
+            // libcontainer kills and removes the cgroup at once; a process
+            // still exiting keeps the cgroup busy (EBUSY). Kill every
+            // process and wait for the init to be gone first.
+            let _ = c.kill(
+                libcontainer::signal::Signal::from(nix::sys::signal::Signal::SIGKILL),
+                true,
+            );
+            if let Some(pid) = c.pid() {
+                if let Ok(pidfd) = crate::sys::pidfd_open(pid.as_raw()) {
+                    let _ = crate::sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
+                    let mut pfd = [nix::poll::PollFd::new(pidfd.as_fd(), nix::poll::PollFlags::POLLIN)];
+                    let _ = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(10_000u16));
+                }
+            }
+            c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
         }
         c.delete(force).map_err(lib(format!("delete {id:?}")))?;
         self.cleanup_cordon(id);
