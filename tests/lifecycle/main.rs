@@ -1597,3 +1597,30 @@ fn long_state_root_and_64_character_id() {
     );
     assert_eq!(ok(&out).trim(), "6.1.0-cordon");
 }
+
+#[test]
+fn json_log_ends_with_the_error_that_names_the_cause() {
+    // containerd's runc shim shows its user the last "error" line of the log.
+    let env = Env::busybox(&["true"]);
+    let log = env.root.path().join("log.json");
+    let missing = env.bundle.path().join("nope");
+    let out = env.cordon(&[
+        "--log",
+        &log.to_string_lossy(),
+        "--log-format",
+        "json",
+        "create",
+        "--bundle",
+        &missing.to_string_lossy(),
+        &unique("logjson"),
+    ]);
+    assert!(!out.status.success());
+    let text = fs::read_to_string(&log).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().expect("a log line")).unwrap();
+    assert_eq!(last["level"], "error", "{last}");
+    assert!(
+        last["msg"].as_str().unwrap().contains(&*missing.to_string_lossy()),
+        "{last}"
+    );
+    assert!(last["time"].as_str().is_some_and(|t| t.contains('T')), "{last}");
+}
