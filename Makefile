@@ -46,3 +46,17 @@ fmt:
 
 clean-bundles:
 	rm -rf bundles/busybox bundles/python
+
+# Benchmarks (bench/): cordon side by side with runc and crun, and the cost of
+# interception. Root, `make bundles` first. Writes $(BENCH_OUT)/report.md,
+# results.json and *.png. bench-smoke runs every section with few iterations.
+BENCH_OUT ?= target/bench
+.PHONY: bench bench-smoke
+
+bench:
+	$(CARGO) build --release -p cordon -p cordon-bench
+	target/release/cordon-bench --cordon target/release/cordon --out $(BENCH_OUT)
+
+bench-smoke:
+	$(CARGO) build --release -p cordon -p cordon-bench
+	target/release/cordon-bench --smoke --cordon target/release/cordon --out $(BENCH_OUT)

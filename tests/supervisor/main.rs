@@ -708,3 +708,22 @@ fn container_processes_never_run_the_runtime_binary_from_disk() {
     assert_ne!(exe, host);
     ok(&env.cordon(&["delete", "--force", &id]));
 }
+
+#[test]
+fn debian_tar_extracts_a_tree_under_the_default_policy() {
+    // tar opens directories with O_PATH|O_NOFOLLOW|O_DIRECTORY and files
+    // with O_CREAT|O_EXCL: the emulated open must keep each flag's meaning.
+    let mut env = Env::python(&[
+        "sh",
+        "-c",
+        "mkdir -p /tmp/t/d1/d2 && echo x > /tmp/t/d1/d2/f && ln -s d2/f /tmp/t/d1/l && \
+         tar -C /tmp -cf /tmp/a.tar t && mkdir /tmp/out && tar -C /tmp/out -xf /tmp/a.tar && \
+         cat /tmp/out/t/d1/l && stat -c %a /tmp/out/t/d1",
+    ]);
+    env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["size=16m"]}));
+    let out = ok(&env.run(&unique("tar")));
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["x", "755"]);
+}

@@ -348,7 +348,15 @@ impl Runtime {
             }
             c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
         }
-        c.delete(force).map_err(lib(format!("delete {id:?}")))?;
+        if let Err(e) = c.delete(force) {
+            // The init may vanish while libcontainer inspects it (its
+            // /proc/PID/stat gone): once it is stopped, deleting succeeds.
+            c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
+            if !force || c.status() != ContainerStatus::Stopped {
+                return Err(lib(format!("delete {id:?}"))(e));
+            }
+            c.delete(force).map_err(lib(format!("delete {id:?}")))?;
+        }
         self.cleanup_cordon(id);
         Ok(())
     }

@@ -1,0 +1,7 @@
+//! The benchmark's sections, in the order they run.
+
+pub mod density;
+pub mod lifecycle;
+pub mod scale;
+pub mod syscalls;
+pub mod workloads;

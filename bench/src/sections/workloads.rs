@@ -1,0 +1,287 @@
+//! Workloads (section 3) in the python bundle: python3 startup, a stdlib-heavy
+//! script, `tar -x` of small files, `python3 -m compileall`; cordon against
+//! runc. The time inside the container is taken by `/srv/loop time` (the
+//! workload alone); the whole `run` is shown too.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::bail;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::charts::{self, Bar, Marker};
+use crate::env::{Env, Image, Runtime, COMPILEALL_DIRS, TAR_FILES};
+use crate::proc;
+use crate::report::{num, table, SectionOut, Target};
+use crate::stats::{self, Summary};
+
+struct Workload {
+    key: &'static str,
+    title: String,
+    args: Vec<String>,
+    env: Vec<&'static str>,
+}
+
+fn workloads() -> Vec<Workload> {
+    let mut compile = vec!["python3", "-m", "compileall", "-q", "-f"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    compile.extend(COMPILEALL_DIRS.iter().map(|d| format!("/usr/lib/python3.11/{d}")));
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    vec![
+        Workload {
+            key: "python-startup",
+            title: "python3 -c pass".into(),
+            args: v(&["python3", "-c", "pass"]),
+            env: vec![],
+        },
+        Workload {
+            key: "python-stdlib",
+            title: "python3 script: json, re, sqlite3".into(),
+            args: v(&["python3", "/srv/stdlib_work.py"]),
+            env: vec![],
+        },
+        Workload {
+            key: "tar-x",
+            title: format!("tar -x of {TAR_FILES} small files (regular files, 50 directories) to tmpfs"),
+            args: v(&["tar", "-xf", "/srv/files.tar", "-C", "/tmp"]),
+            env: vec![],
+        },
+        Workload {
+            key: "compileall",
+            title: format!("python3 -m compileall -f ({})", COMPILEALL_DIRS.join(", ")),
+            args: compile,
+            // .pyc files go to the tmpfs; the rootfs is read-only.
+            env: vec!["PYTHONPYCACHEPREFIX=/tmp/pycache"],
+        },
+    ]
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Row {
+    workload: String,
+    runtime: String,
+    /// Time inside the container (ms).
+    inner_ms: Vec<f64>,
+    inner: Summary,
+    /// Whole `RUNTIME run` (ms).
+    outer_ms: Vec<f64>,
+    outer: Summary,
+    failures: usize,
+    errors: Vec<String>,
+}
+
+fn once(env: &Env, rt: &Runtime, w: &Workload) -> anyhow::Result<(f64, f64)> {
+    let id = env.id(rt, "wl");
+    let mut args: Vec<&str> = vec!["/srv/loop", "time"];
+    args.extend(w.args.iter().map(String::as_str));
+    let bundle = env.bundle(rt, &id, Image::Python, &args, &w.env)?;
+    let b = bundle.to_string_lossy().into_owned();
+    let out = rt.exec(&["run", "-b", &b, &id], Duration::from_secs(600))?;
+    env.drop_bundle(&id);
+    let _ = proc::settle_orphans(Duration::from_secs(2));
+    if !out.ok() {
+        bail!("{}", out.failure(&format!("{} {}", rt.label, w.key)));
+    }
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("time "))
+        .unwrap_or_default()
+        .to_string();
+    let mut ns = None;
+    let mut status = None;
+    for f in line.split_whitespace() {
+        if let Some(v) = f.strip_prefix("ns=") {
+            ns = v.parse::<f64>().ok();
+        } else if let Some(v) = f.strip_prefix("status=") {
+            status = v.parse::<i32>().ok();
+        }
+    }
+    match (ns, status) {
+        (Some(ns), Some(0)) => Ok((ns / 1e6, out.elapsed.as_secs_f64() * 1e3)),
+        (Some(_), Some(s)) => bail!(
+            "{} {}: the workload exited {s}: {}",
+            rt.label,
+            w.key,
+            out.stderr.trim().lines().last().unwrap_or("")
+        ),
+        _ => bail!("{} {}: no timing line in {:?}", rt.label, w.key, out.stdout.trim()),
+    }
+}
+
+/// Runs the section.
+pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
+    let rts = vec![
+        env.runtime("cordon", Some("default")),
+        env.runtime("cordon-permissive", Some("permissive")),
+        env.runtime("runc", None),
+    ];
+    let ws = workloads();
+    let reps = env.sizes.workload_reps;
+    let mut so = SectionOut::default();
+    let mut rows: Vec<Row> = Vec::new();
+    for w in &ws {
+        for rt in &rts {
+            rows.push(Row {
+                workload: w.key.into(),
+                runtime: rt.label.clone(),
+                ..Default::default()
+            });
+        }
+    }
+    // Warm the page cache (rootfs, tarball) once, under runc: not measured.
+    for w in &ws {
+        if let Err(e) = once(env, &rts[2], w) {
+            so.warnings.push(format!("warm-up: {e:#}"));
+        }
+    }
+    for rep in 0..reps {
+        for (wi, w) in ws.iter().enumerate() {
+            for k in 0..rts.len() {
+                let ri = (rep + wi + k) % rts.len();
+                let row = &mut rows[wi * rts.len() + ri];
+                match once(env, &rts[ri], w) {
+                    Ok((inner, outer)) => {
+                        row.inner_ms.push(inner);
+                        row.outer_ms.push(outer);
+                    }
+                    Err(e) => {
+                        row.failures += 1;
+                        if row.errors.len() < 2 {
+                            row.errors.push(format!("{e:#}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for r in &mut rows {
+        r.inner = stats::summary(&r.inner_ms);
+        r.outer = stats::summary(&r.outer_ms);
+        if r.inner_ms.is_empty() && r.runtime == "runc" {
+            // The baseline failing is the harness's (or the machine's) problem.
+            so.problems.push(format!(
+                "{} under {}: every run failed: {}",
+                r.workload,
+                r.runtime,
+                r.errors.join("; ")
+            ));
+        } else if r.inner_ms.is_empty() {
+            so.warnings.push(format!(
+                "**{} failed {}** (every run; runc ran it): {}",
+                r.runtime,
+                r.workload,
+                r.errors.join("; ")
+            ));
+        } else if r.failures > 0 {
+            so.warnings.push(format!(
+                "{} under {}: {} runs failed: {}",
+                r.workload,
+                r.runtime,
+                r.failures,
+                r.errors.join("; ")
+            ));
+        }
+    }
+    let med = |w: &str, rt: &str| {
+        rows.iter()
+            .find(|r| r.workload == w && r.runtime == rt && !r.inner_ms.is_empty())
+            .map(|r| r.inner.median)
+    };
+    let outer = |w: &str, rt: &str| {
+        rows.iter()
+            .find(|r| r.workload == w && r.runtime == rt && !r.outer_ms.is_empty())
+            .map(|r| r.outer.median)
+    };
+    let mut trows = Vec::new();
+    let mut bars = Vec::new();
+    for w in &ws {
+        let base = med(w.key, "runc");
+        let c = med(w.key, "cordon");
+        let p = med(w.key, "cordon-permissive");
+        let name = format!("workload {}: cordon vs runc", w.key);
+        so.targets.push(if c.is_none() && base.is_some() {
+            Target::cordon_failed(
+                &name,
+                "≤ 1.05× runc",
+                1.05,
+                "x",
+                format!("{}: cordon failed every run", w.title),
+            )
+        } else {
+            Target::at_most(
+                &name,
+                "≤ 1.05× runc",
+                stats::ratio(c, base),
+                1.05,
+                "x",
+                format!(
+                    "{}: median time inside the container, cordon (default) {} ms / runc {} ms",
+                    w.title,
+                    num(c, 1),
+                    num(base, 1)
+                ),
+            )
+        });
+        trows.push(vec![
+            format!("{} (`{}`)", w.title, w.key),
+            num(base, 1),
+            num(c, 1),
+            num(p, 1),
+            num(stats::ratio(c, base), 3),
+            num(stats::ratio(p, base), 3),
+            num(outer(w.key, "runc"), 1),
+            num(outer(w.key, "cordon"), 1),
+        ]);
+        for (label, v) in [("cordon", c), ("cordon-permissive", p)] {
+            if let Some(r) = stats::ratio(v, base) {
+                bars.push(Bar {
+                    label: format!("{} · {label}", w.key),
+                    value: r,
+                    color: charts::color_of(label),
+                    note: format!("{r:.3}x"),
+                });
+            }
+        }
+    }
+    let mut md = format!(
+        "bundles/python (Debian, python3.11; root read-only, a tmpfs on /tmp for writes, the harness's files \
+         read-only on /srv). `/srv/loop time CMD` times the workload inside the container (fork+exec+wait); \
+         \"whole run\" is the `RUNTIME run` around it. {reps} repetitions per runtime, interleaved, after one \
+         warm-up pass under runc (page cache); medians in ms.\n\n"
+    );
+    md.push_str(&table(
+        &[
+            "workload",
+            "runc ms",
+            "cordon ms",
+            "cordon-permissive ms",
+            "cordon / runc",
+            "permissive / runc",
+            "whole run: runc ms",
+            "whole run: cordon ms",
+        ],
+        &trows,
+    ));
+    let chart = "workloads.png";
+    match charts::hbars(
+        &out.join(chart),
+        "Workloads: time inside the container relative to runc (median)",
+        "× runc",
+        &bars,
+        false,
+        &[Marker {
+            at: 1.05,
+            label: "target 1.05× runc".into(),
+        }],
+    ) {
+        Ok(()) => so.charts.push(chart.into()),
+        Err(e) => so.problems.push(format!("chart {chart}: {e}")),
+    }
+    so.markdown = md;
+    so.data = json!({ "repetitions": reps, "rows": rows });
+    Ok(so)
+}
