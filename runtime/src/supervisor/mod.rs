@@ -189,7 +189,6 @@ fn sys_set_sync_wakeup(listener: &OwnedFd) -> std::io::Result<()> {
 fn wait_exit(pidfd: std::os::fd::BorrowedFd<'_>) {
     let mut pfd = [nix::poll::PollFd::new(pidfd, nix::poll::PollFlags::POLLIN)];
     while let Err(nix::errno::Errno::EINTR) = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::NONE) {}
-    let _ = pidfd.as_raw_fd();
 }
 
 /// The socket path of container dir `dir`.
