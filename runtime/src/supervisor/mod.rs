@@ -111,7 +111,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     sup.audit.record(
         0,
         "supervisor",
-        &format!("policy {}", sup.policy.name),
+        &format!("container {} policy {}", opts.id, sup.policy.name),
         "event",
         "started",
     );
