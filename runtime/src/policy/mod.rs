@@ -15,7 +15,7 @@ use std::path::Path;
 
 pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
 pub use net::NetPolicy;
-pub use path::PathPolicy;
+pub use path::{is_write_open, PathPolicy};
 
 use crate::filter::table;
 

@@ -320,7 +320,7 @@ fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denie
     let link = cstr(format!("/proc/self/fd/{}", exe.as_raw_fd()))?;
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     let path = container_path(&root, &fd)?;
-    if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) {
+    if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     Ok(Done::Fd(fd))
@@ -340,13 +340,20 @@ fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32, creds: &Creds) -> Result<
         0,
     )?;
     let path = container_path(&root, &copy)?;
-    if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) {
+    if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     let link = cstr(format!("/proc/self/fd/{}", copy.as_raw_fd()))?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !(libc::O_CREAT as u64);
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     Ok(Done::Fd(fd))
+}
+
+/// A reopen for writing of a memfd: how a process would reach the runtime's
+/// sealed binary (`/memfd:...`) through another process's `/proc/PID/exe`.
+/// The seal refuses the writes; this refuses the fd as well.
+fn writes_memfd(path: &Path, flags: u64) -> bool {
+    path.as_os_str().as_bytes().starts_with(b"/memfd:") && crate::policy::is_write_open(flags)
 }
 
 /// open(2) flags as text for the audit trail.
