@@ -53,12 +53,24 @@ impl Creds {
     /// The credentials of host thread `tid`, capabilities cleared when it
     /// lives in another user namespace than the supervisor.
     pub fn of(tid: i32) -> io::Result<Self> {
-        let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
-        let mut c = Self::parse(&status).ok_or_else(|| io::Error::other("unparsable /proc status"))?;
-        let theirs = std::fs::metadata(format!("/proc/{tid}/ns/user"))?;
-        let ours = std::fs::metadata("/proc/self/ns/user")?;
+        use std::io::Read;
         use std::os::unix::fs::MetadataExt;
-        if (theirs.dev(), theirs.ino()) != (ours.dev(), ours.ino()) {
+        // One read: the file is about 1.5 KiB (read_to_string grows its
+        // buffer and reads again and again).
+        let mut buf = [0u8; 8192];
+        let n = std::fs::File::open(format!("/proc/{tid}/status"))?.read(&mut buf)?;
+        let status = std::str::from_utf8(&buf[..n]).map_err(|_| io::Error::other("unparsable /proc status"))?;
+        let mut c = Self::parse(status).ok_or_else(|| io::Error::other("unparsable /proc status"))?;
+        static OURS: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+        let ours = match OURS.get() {
+            Some(o) => *o,
+            None => {
+                let m = std::fs::metadata("/proc/self/ns/user")?;
+                *OURS.get_or_init(|| (m.dev(), m.ino()))
+            }
+        };
+        let theirs = std::fs::metadata(format!("/proc/{tid}/ns/user"))?;
+        if (theirs.dev(), theirs.ino()) != ours {
             c.cap_eff = 0;
         }
         Ok(c)
@@ -127,14 +139,19 @@ fn raw(nr: libc::c_long, a: libc::c_long, b: libc::c_long) -> io::Result<libc::c
 /// Runs `f` on this thread with `c`'s filesystem credentials, then
 /// restores the thread's own. If the switch fails, `f` does not run.
 pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
-    let saved_caps = capget()?;
-    let mut saved_groups = vec![0 as libc::gid_t; 256];
-    let n = raw(
-        libc::SYS_getgroups,
-        saved_groups.len() as _,
-        saved_groups.as_mut_ptr() as _,
-    )?;
-    saved_groups.truncate(n as usize);
+    // The supervisor's own credentials never change: read them once.
+    static OWN: std::sync::OnceLock<([CapData; 2], Vec<libc::gid_t>)> = std::sync::OnceLock::new();
+    let (saved_caps, saved_groups) = match OWN.get() {
+        Some(o) => o,
+        None => {
+            let caps = capget()?;
+            let mut groups = vec![0 as libc::gid_t; 256];
+            let n = raw(libc::SYS_getgroups, groups.len() as _, groups.as_mut_ptr() as _)?;
+            groups.truncate(n as usize);
+            OWN.get_or_init(|| (caps, groups))
+        }
+    };
+    let saved_caps = *saved_caps;
     let restore = |caps: &[CapData; 2]| {
         let full = u64::from(caps[0].permitted) | (u64::from(caps[1].permitted) << 32);
         let _ = capset_effective(caps, full);

@@ -202,37 +202,57 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     // then open exactly that object through our fd's /proc link.
     let target = cstr(&target)?;
     let lookup = (libc::O_PATH | libc::O_CLOEXEC) as u64 | (req.flags & (libc::O_NOFOLLOW | libc::O_DIRECTORY) as u64);
-    match as_caller(&creds, || sys::openat2(base.as_fd(), &target, lookup, 0, resolve)) {
-        Ok(found) => {
-            if creating && req.flags as i32 & libc::O_EXCL != 0 {
-                return Err(Denied::Errno(libc::EEXIST));
-            }
-            let path = container_path(&root, &found)?;
-            if !policy.allows_open(&path.to_string_lossy(), req.flags) {
-                return Err(Denied::Policy(path.to_string_lossy().into_owned()));
-            }
-            if req.flags as i32 & libc::O_PATH != 0 {
-                // seccomp cannot install O_PATH fds (ADDFD refuses them).
-                return Ok(Done::Continue);
-            }
-            let st = nix::sys::stat::fstat(found.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
-            if st.st_mode & libc::S_IFMT == libc::S_IFIFO && req.flags as i32 & libc::O_NONBLOCK == 0 && !may_block {
-                return Ok(Done::MayBlock);
-            }
-            let link = cstr(format!("/proc/self/fd/{}", found.as_raw_fd()))?;
-            let flags =
-                (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW) as u64);
-            // O_TMPFILE creates a file in the directory found: it takes a mode.
-            let tmpfile = req.flags as i32 & libc::O_TMPFILE == libc::O_TMPFILE;
-            let mode = if tmpfile { req.mode & !u64::from(creds.umask) } else { 0 };
-            let fd = as_caller(&creds, || sys::openat2(cwd_fd(), &link, flags, mode, 0))?;
-            Ok(Done::Fd(fd))
-        }
+    // Lookup, decision and reopen run in one switch to the caller's
+    // credentials (each switch is a dozen syscalls).
+    let found = as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
+        let found = match sys::openat2(base.as_fd(), &target, lookup, 0, resolve) {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e.into())),
+        };
+        Ok(decide_and_reopen(
+            &root, found, req, &creds, policy, creating, may_block,
+        ))
+    })?;
+    match found {
         Err(Denied::Errno(libc::ENOENT)) if creating => {
             create(&root, base.as_fd(), &target, req, &creds, policy, resolve)
         }
-        Err(e) => Err(e),
+        other => other,
     }
+}
+
+/// The decision on an existing object found by the lookup, then its reopen
+/// with the caller's flags (run with the caller's credentials).
+fn decide_and_reopen(
+    root: &OwnedFd,
+    found: OwnedFd,
+    req: &Request,
+    creds: &Creds,
+    policy: &crate::policy::PathPolicy,
+    creating: bool,
+    may_block: bool,
+) -> Result<Done, Denied> {
+    if creating && req.flags as i32 & libc::O_EXCL != 0 {
+        return Err(Denied::Errno(libc::EEXIST));
+    }
+    let path = container_path(root, &found)?;
+    if !policy.allows_open(&path.to_string_lossy(), req.flags) {
+        return Err(Denied::Policy(path.to_string_lossy().into_owned()));
+    }
+    if req.flags as i32 & libc::O_PATH != 0 {
+        // seccomp cannot install O_PATH fds (ADDFD refuses them).
+        return Ok(Done::Continue);
+    }
+    let st = nix::sys::stat::fstat(found.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+    if st.st_mode & libc::S_IFMT == libc::S_IFIFO && req.flags as i32 & libc::O_NONBLOCK == 0 && !may_block {
+        return Ok(Done::MayBlock);
+    }
+    let link = cstr(format!("/proc/self/fd/{}", found.as_raw_fd()))?;
+    let flags = (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW) as u64);
+    // O_TMPFILE creates a file in the directory found: it takes a mode.
+    let tmpfile = req.flags as i32 & libc::O_TMPFILE == libc::O_TMPFILE;
+    let mode = if tmpfile { req.mode & !u64::from(creds.umask) } else { 0 };
+    Ok(Done::Fd(sys::openat2(cwd_fd(), &link, flags, mode, 0)?))
 }
 
 /// Creates a new file for an O_CREAT open, never following a symlink at
