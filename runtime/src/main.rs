@@ -7,6 +7,13 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    // A command line tool dies quietly when its reader goes away
+    // (`cordon state ID | head`). Not the supervisor: a container process
+    // that dies mid-handshake must not take it down with SIGPIPE.
+    if !matches!(cli.cmd, Some(cli::Cmd::Supervise(_))) {
+        // SAFETY: restoring the default disposition installs no handler.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     // CVE-2019-5736: a container process could reach the runtime's binary
     // through /proc/<pid>/exe of a process cordon forks into the container
     // (the init before it execs, an exec'd process) and overwrite it. The

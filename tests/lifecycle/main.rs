@@ -1624,3 +1624,29 @@ fn json_log_ends_with_the_error_that_names_the_cause() {
     );
     assert!(last["time"].as_str().is_some_and(|t| t.contains('T')), "{last}");
 }
+
+#[test]
+fn ids_that_look_like_flags_and_closed_output_pipes() {
+    let env = Env::busybox(&["true"]);
+    env.write();
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    // runc accepts ids starting with '-' after "--".
+    ok(&env.cordon(&["run", "-b", &b, "--", "-x"]));
+    assert!(stdout(&env.cordon(&["list", "-q"])).trim().is_empty());
+    // A reader that goes away (| head) ends cordon quietly, without a panic.
+    let root = env.root.path().to_string_lossy().into_owned();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' --root '{root}' syscalls | head -1",
+            cordon_bin().display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NR"));
+}

@@ -156,6 +156,7 @@ fn files_env() -> Files {
          [[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n\
          [[path]]\npattern = \"/secret\"\naccess = \"deny\"\n\
          [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n\
+         [[path]]\npattern = \"/work/vault/inner/**\"\naccess = \"deny\"\n\
          [[syscall]]\nnames = [\"stat\", \"lstat\", \"newfstatat\", \"statx\", \"access\", \"faccessat\", \
          \"faccessat2\", \"readlink\", \"readlinkat\", \"mkdir\", \"mkdirat\", \"unlink\", \"unlinkat\", \"rmdir\", \
          \"rename\", \"renameat\", \"renameat2\", \"link\", \"linkat\", \"symlink\", \"symlinkat\", \"chmod\", \
@@ -541,6 +542,9 @@ fn file_policy_covers_metadata_and_tree_changes() {
         r("mkdir /work/d && rmdir /work/d"),
         r("cp /data/ok.txt /work/c && mv /work/c /work/e && ln -s /work/e /work/l && chmod 600 /work/e && rm /work/e /work/l"),
         "umask 077; probe write /work/u x >/dev/null; stat -c %a /work/u; mkdir /work/ud; stat -c %a /work/ud;".to_string(),
+        r("mkdir -p /work/a/b/c"),
+        r("mkdir -p /work/vault/inner && mv /work/vault /work/moved"),
+        r("mv /work/vault/inner /work/inner2"),
     ]
     .concat();
     let lines = sh(&f.env, &id, &script);
@@ -552,6 +556,12 @@ fn file_policy_covers_metadata_and_tree_changes() {
         "{lines:?}"
     );
     assert_eq!(&lines[12..14], ["600", "700"], "the caller's umask applies: {lines:?}");
+    assert_eq!(lines[14], "yes", "mkdir -p of an absolute path: {lines:?}");
+    assert_eq!(
+        &lines[15..17],
+        ["no", "no"],
+        "moving a directory above denied files: {lines:?}"
+    );
     let key = f._host.path().join("secret/key");
     assert_eq!(
         std::fs::read_to_string(&key).unwrap(),

@@ -380,6 +380,7 @@ fn spawn_supervisor(id: &str, dir: &Path, policy: &str, hostname: &str) -> Resul
         .arg(hostname)
         .arg("--ready-fd")
         .arg("3")
+        .arg("--")
         .arg(id)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

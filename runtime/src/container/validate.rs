@@ -11,7 +11,7 @@ use oci_spec::runtime::{LinuxSeccompAction, Spec};
 #[derive(Debug, thiserror::Error)]
 pub enum ValidateError {
     /// Bad container id.
-    #[error("invalid container id {0:?}: use letters, digits and _ + - . (not . or ..), at most 1024 characters")]
+    #[error("invalid container id {0:?}: use letters, digits and _ + - . (not . or ..), at most 255 characters")]
     Id(String),
     /// The bundle directory is missing.
     #[error("bundle {}: {reason}", path.display())]
@@ -36,7 +36,7 @@ pub enum ValidateError {
 /// Checks a container id the way runc does (`^[\w+-\.]+$`, not `.`/`..`).
 pub fn id(id: &str) -> Result<(), ValidateError> {
     let ok = !id.is_empty()
-        && id.len() <= 1024
+        && id.len() <= 255
         && id != "."
         && id != ".."
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+-.".contains(&b));

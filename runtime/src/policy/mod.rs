@@ -261,6 +261,26 @@ impl Policy {
                 });
             }
         }
+        // The handover syscalls must run (see HANDOVER): a deny or kill
+        // of them, by a rule or the default action, would stop every
+        // container before it starts.
+        for name in HANDOVER {
+            if let Some(nr) = table::number(name) {
+                let rules = rules.get(&nr);
+                let first = rules.and_then(|r| r.iter().find(|r| r.args.is_empty()));
+                let action = first.map(|r| r.action).unwrap_or(file.default_action);
+                if action != Action::Allow {
+                    return Err(invalid(
+                        if first.is_some() {
+                            "syscall".into()
+                        } else {
+                            "default_action".into()
+                        },
+                        format!("{name} must be allowed: it carries the listener handover"),
+                    ));
+                }
+            }
+        }
         let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
         let net = NetPolicy::compile(&file.net, file.net_default)
             .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;

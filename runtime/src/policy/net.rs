@@ -40,15 +40,31 @@ impl NetPolicy {
     /// The verdict for a destination address and port. IPv4-mapped IPv6
     /// addresses (`::ffff:a.b.c.d`) are matched as IPv4.
     pub fn decide(&self, addr: IpAddr, port: u16) -> NetAction {
-        let addr = match addr {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(addr),
-            v4 => v4,
+        let one = |a: IpAddr| {
+            self.rules
+                .iter()
+                .find(|(net, ports, _)| net.contains(&a) && (ports.is_empty() || ports.contains(&port)))
+                .map(|&(_, _, a)| a)
+                .unwrap_or(self.default)
         };
-        self.rules
-            .iter()
-            .find(|(net, ports, _)| net.contains(&addr) && (ports.is_empty() || ports.contains(&port)))
-            .map(|&(_, _, a)| a)
-            .unwrap_or(self.default)
+        match addr {
+            IpAddr::V6(v6) => {
+                if let Some(v4) = v6.to_ipv4_mapped() {
+                    return one(IpAddr::V4(v4));
+                }
+                // Other ways an IPv6 address carries an IPv4 one (IPv4-
+                // compatible ::a.b.c.d, NAT64 64:ff9b::/96): denied if
+                // either reading is.
+                let o = v6.octets();
+                let embedded = (o[..12] == [0; 12] || o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])
+                    .then(|| IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])));
+                match (one(addr), embedded.map(one)) {
+                    (NetAction::Deny, _) | (_, Some(NetAction::Deny)) => NetAction::Deny,
+                    (a, _) => a,
+                }
+            }
+            v4 => one(v4),
+        }
     }
 }
 
@@ -77,5 +93,16 @@ mod tests {
         assert_eq!(p.decide("10.0.0.1".parse().unwrap(), 80), NetAction::Deny);
         assert_eq!(p.decide("::ffff:10.1.2.3".parse().unwrap(), 80), NetAction::Deny);
         assert_eq!(p.decide("192.168.0.1".parse().unwrap(), 80), NetAction::Allow);
+        assert_eq!(
+            p.decide("64:ff9b::a00:5".parse().unwrap(), 80),
+            NetAction::Deny,
+            "NAT64"
+        );
+        assert_eq!(
+            p.decide("::10.0.0.5".parse().unwrap(), 80),
+            NetAction::Deny,
+            "IPv4-compatible"
+        );
+        assert_eq!(p.decide("::1".parse().unwrap(), 80), NetAction::Allow);
     }
 }

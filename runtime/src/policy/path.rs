@@ -8,13 +8,20 @@ use super::model::{PathAccess, PathRule};
 #[derive(Debug, Clone, Default)]
 pub struct PathPolicy {
     rules: Vec<(GlobMatcher, PathAccess)>,
+    /// The literal directory prefix of each restrictive rule's pattern.
+    restricted_prefixes: Vec<String>,
 }
 
 impl PathPolicy {
     /// Compiles globs; an error gives the rule index and the message.
     pub fn compile(rules: &[PathRule]) -> Result<Self, (usize, String)> {
         let mut out = Vec::with_capacity(rules.len());
+        let mut restricted_prefixes = Vec::new();
         for (i, r) in rules.iter().enumerate() {
+            if r.access != PathAccess::Allow {
+                let literal: String = r.pattern.chars().take_while(|c| !"*?[{\\".contains(*c)).collect();
+                restricted_prefixes.push(literal);
+            }
             if !r.pattern.starts_with('/') {
                 return Err((i, format!("{:?} must be an absolute path", r.pattern)));
             }
@@ -24,7 +31,10 @@ impl PathPolicy {
                 .map_err(|e| (i, e.to_string()))?;
             out.push((glob.compile_matcher(), r.access));
         }
-        Ok(Self { rules: out })
+        Ok(Self {
+            rules: out,
+            restricted_prefixes,
+        })
     }
 
     /// Whether there are no rules (opens then need no check at all).
@@ -39,6 +49,16 @@ impl PathPolicy {
             .find(|(g, _)| g.is_match(path))
             .map(|&(_, a)| a)
             .unwrap_or(PathAccess::Allow)
+    }
+
+    /// Whether a restrictive rule (deny, read-only) may apply to something
+    /// *below* `dir`: then moving `dir` (rename) would carry restricted
+    /// files to a path the rules no longer cover, and is refused.
+    pub fn restricts_below(&self, dir: &str) -> bool {
+        let dir = dir.trim_end_matches('/');
+        self.restricted_prefixes
+            .iter()
+            .any(|p| dir.is_empty() || p.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/')))
     }
 
     /// Whether an open of `path` with open(2) `flags` is allowed.
@@ -84,6 +104,22 @@ mod tests {
         assert!(!p.allows_open("/etc/passwd", libc::O_WRONLY as u64));
         assert!(!p.allows_open("/etc/passwd", (libc::O_RDONLY | libc::O_TRUNC) as u64));
         assert!(p.allows_open("/tmp/x", libc::O_RDWR as u64));
+    }
+
+    #[test]
+    fn parents_of_restricted_paths() {
+        let p = PathPolicy::compile(&[
+            rule("/data/d/secret/**", PathAccess::Deny),
+            rule("/etc/*.conf", PathAccess::ReadOnly),
+        ])
+        .unwrap();
+        assert!(p.restricts_below("/data/d/secret"));
+        assert!(p.restricts_below("/data/d"));
+        assert!(p.restricts_below("/data"));
+        assert!(p.restricts_below("/etc"));
+        assert!(!p.restricts_below("/data/e"));
+        assert!(!p.restricts_below("/data/d/secretive"));
+        assert!(!p.restricts_below("/tmp"));
     }
 
     #[test]

@@ -193,6 +193,10 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 _ => 0,
             };
             let old = entry(ctx, od, op, &creds, detail)?;
+            if name.starts_with("rename") && ctx.sup.policy.paths.restricts_below(&old.path) {
+                // Moving a directory moves what the rules protect below it.
+                return Err(Denied::Policy(old.path));
+            }
             let mut d2 = String::new();
             let new = entry(ctx, nd, np, &creds, &mut d2)?;
             detail.push_str(" -> ");

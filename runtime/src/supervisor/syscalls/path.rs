@@ -277,7 +277,9 @@ pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent
     let root = root_of(pid)?;
     let (p, name) = split_parent(&abs);
     if name.is_empty() || name == b"." || name == b".." {
-        return Err(Denied::Errno(libc::EINVAL));
+        // "/", "x/." or "x/..": an entry that always exists (mkdir -p asks
+        // for "/" first and expects EEXIST).
+        return Err(Denied::Errno(libc::EEXIST));
     }
     let pc = cstr(p)?;
     let dir = as_caller(creds, || {
