@@ -184,7 +184,8 @@ fn file_policy_denies_every_alias_of_a_denied_file() {
          probe read /proc/self/root/secret/key; cd /secret && probe read key; cd /; \
          probe openat /data dir-link/key; probe openat / secret/key; probe open /secret rdonly,directory; \
          probe write /secret/new x; probe stat /secret/key; probe read /proc/self/cwd/etc/hostname; \
-         probe open /proc/self/exe; probe read /proc/1/root/etc/hostname; true",
+         probe open /proc/self/exe; probe read /proc/1/root/etc/hostname; \
+         exec 4</etc; probe read /dev/fd/4/../secret/key; true",
     );
     let expect = [
         "err EACCES",
@@ -215,6 +216,7 @@ fn file_policy_denies_every_alias_of_a_denied_file() {
         lines[15], "err ELOOP",
         "another process's root link stays refused: {lines:?}"
     );
+    assert_eq!(lines[16], "err EACCES", "a path below a directory fd: {lines:?}");
     let denied: Vec<_> = f.env.audit(&id).into_iter().filter(|r| r["action"] == "deny").collect();
     assert!(denied.len() >= 11, "audit records the denials: {denied:?}");
     assert!(denied.iter().all(|r| r["result"] == "EACCES"));
@@ -232,7 +234,8 @@ fn file_policy_allows_the_rest_unchanged() {
         "probe read /data/ok.txt; probe read /data/good-link; cd /data && probe read ok.txt; cd /; \
          probe openat /data ok.txt; probe read /etc/hostname; probe write /etc/hostname x; \
          probe write /work/out hello; probe read /work/out; probe open /work/new wronly,creat,excl; \
-         probe open /work/new wronly,creat,excl; echo piped | probe read /dev/stdin; probe read /proc/self/status",
+         probe open /work/new wronly,creat,excl; echo piped | probe read /dev/stdin; probe read /proc/self/status; \
+         exec 5</data; probe read /dev/fd/5/ok.txt",
     );
     assert_eq!(lines[0], "ok fine");
     assert_eq!(lines[1], "ok fine", "symlink that stays inside");
@@ -246,6 +249,7 @@ fn file_policy_allows_the_rest_unchanged() {
     assert_eq!(lines[9], "err EEXIST", "O_EXCL semantics kept");
     assert_eq!(lines[10], "ok piped", "/dev/stdin reopen");
     assert_eq!(lines[11], "ok Name:\tprobe");
+    assert_eq!(lines[12], "ok fine", "a path below a directory fd: {lines:?}");
 }
 
 #[test]

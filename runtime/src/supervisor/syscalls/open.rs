@@ -185,6 +185,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
             // path from the root we resolve in, or from its cwd.
             Some(Magic::Root(rest)) => abs = [b"/".as_slice(), &rest].concat(),
             Some(Magic::Cwd(rest)) => abs = absolute(pid, libc::AT_FDCWD, &rest)?,
+            Some(Magic::FdPath(n, rest)) => abs = absolute(pid, n, &rest)?,
             None => {}
         }
         (root.try_clone()?, abs)

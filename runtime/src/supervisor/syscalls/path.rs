@@ -182,6 +182,8 @@ pub enum Magic {
     Root(Vec<u8>),
     /// `cwd/<rest>` (rest may be empty: the cwd itself, as ".")
     Cwd(Vec<u8>),
+    /// `fd/<n>/<rest>`: a path below the directory open as fd n
+    FdPath(i32, Vec<u8>),
 }
 
 /// Recognises the caller's own magic links, which openat2 refuses with
@@ -200,8 +202,16 @@ pub fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
     };
     let magic = match head {
         b"fd" => {
-            let n = std::str::from_utf8(&tail).ok()?.trim_end_matches('/').parse().ok()?;
-            Magic::Fd(n)
+            let (num, rest) = match tail.iter().position(|&b| b == b'/') {
+                Some(i) => (&tail[..i], tail[i + 1..].to_vec()),
+                None => (&tail[..], Vec::new()),
+            };
+            let n = std::str::from_utf8(num).ok()?.parse().ok()?;
+            if rest.iter().all(|&b| b == b'/') {
+                Magic::Fd(n)
+            } else {
+                Magic::FdPath(n, rest)
+            }
         }
         b"exe" if tail.is_empty() => Magic::Exe,
         b"root" => Magic::Root(tail),
@@ -251,6 +261,7 @@ pub fn container_abs(pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>
     Ok(match own_magic_link(pid, &abs) {
         Some(Magic::Root(rest)) => Ok([b"/".as_slice(), &rest].concat()),
         Some(Magic::Cwd(rest)) => Ok(absolute(pid, libc::AT_FDCWD, &rest)?),
+        Some(Magic::FdPath(n, rest)) => Ok(absolute(pid, n, &rest)?),
         Some(m) => Err(m),
         None => Ok(abs),
     })
