@@ -205,21 +205,15 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     let lookup = (libc::O_PATH | libc::O_CLOEXEC) as u64 | (req.flags & (libc::O_NOFOLLOW | libc::O_DIRECTORY) as u64);
     // Lookup, decision and reopen run in one switch to the caller's
     // credentials (each switch is a dozen syscalls).
-    let found = as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
-        let found = match sys::openat2(base.as_fd(), &target, lookup, 0, resolve) {
-            Ok(f) => f,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        Ok(decide_and_reopen(
-            &root, found, req, &creds, policy, creating, may_block,
-        ))
-    })?;
-    match found {
-        Err(Denied::Errno(libc::ENOENT)) if creating => {
-            create(&root, base.as_fd(), &target, req, &creds, policy, resolve)
-        }
-        other => other,
-    }
+    as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
+        Ok(match sys::openat2(base.as_fd(), &target, lookup, 0, resolve) {
+            Ok(found) => decide_and_reopen(&root, found, req, &creds, policy, creating, may_block),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && creating => {
+                create(&root, base.as_fd(), &target, req, &creds, policy, resolve)
+            }
+            Err(e) => Err(e.into()),
+        })
+    })?
 }
 
 /// The decision on an existing object found by the lookup, then its reopen
@@ -256,6 +250,7 @@ fn decide_and_reopen(
     Ok(Done::Fd(sys::openat2(cwd_fd(), &link, flags, mode, 0)?))
 }
 
+/// Runs with the caller's credentials (see `perform`).
 /// Creates a new file for an O_CREAT open, never following a symlink at
 /// creation time: each candidate place (the path, or where a dangling
 /// symlink points) is checked against the policy *before* anything is
@@ -281,7 +276,7 @@ fn create(
         }
         let parent = cstr(parent)?;
         let dir_flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
-        let dir = as_caller(creds, || sys::openat2(base, &parent, dir_flags, 0, resolve))?;
+        let dir = sys::openat2(base, &parent, dir_flags, 0, resolve)?;
         let dir_path = container_path(root, &dir)?;
         let place = if dir_path.as_os_str().as_bytes() == b"/" {
             Path::new("/").join(OsStr::from_bytes(name))
@@ -292,13 +287,11 @@ fn create(
             return Err(Denied::Policy(place.to_string_lossy().into_owned()));
         }
         let cname = cstr(name)?;
-        match as_caller(creds, || {
-            sys::openat2(dir.as_fd(), &cname, flags, mode, RESOLVE_BENEATH)
-        }) {
+        match sys::openat2(dir.as_fd(), &cname, flags, mode, RESOLVE_BENEATH) {
             Ok(fd) => return Ok(Done::Fd(fd)),
             // The last component is a symlink (dangling, or it would have
             // been found): follow it by hand unless the caller said not to.
-            Err(Denied::Errno(libc::ELOOP)) if req.flags as i32 & libc::O_NOFOLLOW == 0 => {
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) && req.flags as i32 & libc::O_NOFOLLOW == 0 => {
                 let link = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), cname.as_c_str())
                     .map_err(|e| Denied::Errno(e as i32))?;
                 let link = link.as_bytes();
@@ -311,7 +304,7 @@ fn create(
                     p
                 };
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     Err(Denied::Errno(libc::ELOOP))
