@@ -91,6 +91,27 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
             format!("{:?} is not supported (this runtime implements 1.x)", spec.version()),
         ));
     }
+    if let Some(h) = spec.hostname() {
+        if h.len() > 64 {
+            return Err(("hostname", format!("{} bytes: a hostname is at most 64", h.len())));
+        }
+    }
+    if let Some(mounts) = spec.mounts() {
+        let known = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+        for m in mounts {
+            let Some(t) = m.typ().as_deref() else { continue };
+            let ok = t.is_empty()
+                || t == "bind"
+                || t == "none"
+                || known.lines().any(|l| l.split_whitespace().last() == Some(t));
+            if !ok {
+                return Err((
+                    "mounts",
+                    format!("{}: unknown filesystem type {t:?}", m.destination().display()),
+                ));
+            }
+        }
+    }
     let root = spec.root().as_ref().ok_or(("root", "missing".to_string()))?;
     let rootfs = if root.path().is_absolute() {
         root.path().clone()
@@ -102,8 +123,15 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
     }
     let process = spec.process().as_ref().ok_or(("process", "missing".to_string()))?;
     match process.args() {
-        Some(a) if !a.is_empty() && !a[0].is_empty() => {}
+        Some(a) if !a.is_empty() && !a[0].is_empty() => {
+            if let Some(i) = a.iter().position(|x| x.contains('\0')) {
+                return Err(("process.args", format!("argument {i} contains a NUL byte")));
+            }
+        }
         _ => return Err(("process.args", "must not be empty".into())),
+    }
+    if let Some(i) = process.env().iter().flatten().position(|x| x.contains('\0')) {
+        return Err(("process.env", format!("entry {i} contains a NUL byte")));
     }
     if let Some(rlimits) = process.rlimits() {
         check_rlimits(rlimits)?;
@@ -268,6 +296,22 @@ mod tests {
         let d = write_bundle(&ok.replace("\"rootfs\"", "\"nope\""));
         let e = bundle(d.path()).unwrap_err().to_string();
         assert!(e.contains("root.path"), "{e}");
+
+        let d = write_bundle(&ok.replace("[\"sh\"]", "[\"sh\\u0000x\"]"));
+        let e = bundle(d.path()).unwrap_err().to_string();
+        assert!(e.contains("process.args") && e.contains("NUL"), "{e}");
+
+        let long = format!("\"linux\":{{}},\"hostname\":\"{}\"", "h".repeat(65));
+        let d = write_bundle(&ok.replace("\"linux\":{}", &long));
+        let e = bundle(d.path()).unwrap_err().to_string();
+        assert!(e.contains("hostname"), "{e}");
+
+        let d = write_bundle(&ok.replace(
+            "\"linux\":{}",
+            "\"linux\":{},\"mounts\":[{\"destination\":\"/x\",\"type\":\"nosuchfs\",\"source\":\"n\"}]",
+        ));
+        let e = bundle(d.path()).unwrap_err().to_string();
+        assert!(e.contains("mounts") && e.contains("nosuchfs"), "{e}");
 
         let e = bundle(Path::new("/nonexistent/bundle")).unwrap_err().to_string();
         assert_eq!(e, "bundle /nonexistent/bundle: no such file or directory");
