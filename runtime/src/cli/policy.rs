@@ -58,10 +58,7 @@ fn print_record(r: &Record, json: bool) {
 
 pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
     cordon::container::validate::id(&a.container_id)?;
-    let path = root
-        .join(".cordon")
-        .join(&a.container_id)
-        .join(cordon::supervisor::AUDIT);
+    let path = cordon::container::audit_path(root, &a.container_id);
     let file = std::fs::File::open(&path).map_err(|_| {
         anyhow::anyhow!(
             "container {:?} has no audit trail (no such container, or it was deleted)",

@@ -189,12 +189,7 @@ impl Runtime {
 
     /// cordon's own directory for container `id`.
     pub fn cordon_dir(&self, id: &str) -> PathBuf {
-        self.root.join(CORDON_DIR).join(id)
-    }
-
-    /// The audit trail of container `id`.
-    pub fn audit_path(&self, id: &str) -> PathBuf {
-        self.cordon_dir(id).join(crate::supervisor::AUDIT)
+        cordon_dir(&self.root, id)
     }
 
     /// Loads container `id`'s state, refreshed against the live process.
@@ -468,6 +463,16 @@ impl Runtime {
             .map(|c| c.status() != ContainerStatus::Stopped)
             .unwrap_or(false)
     }
+}
+
+/// cordon's own directory for container `id` under state root `root`.
+pub fn cordon_dir(root: &Path, id: &str) -> PathBuf {
+    root.join(CORDON_DIR).join(id)
+}
+
+/// The audit trail of container `id` under state root `root`.
+pub fn audit_path(root: &Path, id: &str) -> PathBuf {
+    cordon_dir(root, id).join(crate::supervisor::AUDIT)
 }
 
 /// Sends SIGKILL to the supervisor `pid` if it still is container `id`'s.

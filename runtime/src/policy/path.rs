@@ -37,11 +37,6 @@ impl PathPolicy {
         })
     }
 
-    /// Whether there are no rules (opens then need no check at all).
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
     /// The access granted to `path` (absolute, normalised, inside the container).
     pub fn access(&self, path: &str) -> PathAccess {
         self.rules

@@ -91,7 +91,7 @@ pub const MAX_BLOCKING: usize = 256;
 pub fn run(opts: Options) -> Result<(), SupervisorError> {
     let policy = Policy::load(&opts.policy)?;
     let audit = audit::AuditLog::open(Some(&opts.dir.join(AUDIT))).map_err(io_err("open audit log"))?;
-    let sock_path = opts.dir.join(SOCKET);
+    let sock_path = socket_path(&opts.dir);
     let _ = std::fs::remove_file(&sock_path);
     let listener = bind(&opts.dir).map_err(io_err(format!("bind {}", sock_path.display())))?;
     std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(io_err("chmod socket"))?;
@@ -201,7 +201,7 @@ pub fn socket_path(dir: &Path) -> PathBuf {
 /// roots and 64-character ids (Docker: `/var/run/docker/runtime-runc/moby/<id>`).
 fn via_short_path<T>(dir: &Path, f: impl FnOnce(&Path) -> std::io::Result<T>) -> std::io::Result<T> {
     let d = std::fs::File::open(dir)?;
-    f(&PathBuf::from(format!("/proc/self/fd/{}/{SOCKET}", d.as_raw_fd())))
+    f(&socket_path(Path::new(&format!("/proc/self/fd/{}", d.as_raw_fd()))))
 }
 
 /// Binds the supervisor's socket in container dir `dir`.

@@ -142,21 +142,13 @@ fn unix_in_root(pid: i32, addr: &Addr) -> Result<Option<(Vec<u8>, OwnedFd)>, i32
             )
         }
     };
-    let root = sys::openat2(
-        // SAFETY-free: AT_FDCWD with an absolute path.
-        cwd(),
-        &CString::new(format!("/proc/{pid}/root")).map_err(|_| libc::EINVAL)?,
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        0,
-    )
-    .map_err(|_| libc::ESRCH)?;
+    let root = super::path::root_of(pid).map_err(|_| libc::ESRCH)?;
     let dir = sys::openat2(
         root.as_fd(),
         &CString::new(parent).map_err(|_| libc::EINVAL)?,
         (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
         0,
-        0x10 | 0x02, // RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS
+        super::path::IN_ROOT,
     )
     .map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
     let mut p = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
@@ -168,11 +160,6 @@ fn unix_in_root(pid: i32, addr: &Addr) -> Result<Option<(Vec<u8>, OwnedFd)>, i32
     bytes.extend_from_slice(&p);
     bytes.push(0);
     Ok(Some((bytes, dir)))
-}
-
-fn cwd() -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: AT_FDCWD is a constant understood by the *at syscalls.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::AT_FDCWD) }
 }
 
 fn do_connect(sock: &OwnedFd, addr: &[u8]) -> Reply {

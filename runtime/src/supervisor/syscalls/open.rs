@@ -160,15 +160,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     let pid = ctx.pid();
     let creds = Creds::of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
     let policy = &ctx.sup.policy.paths;
-    let proc_dir = format!("/proc/{pid}");
-    let root = sys::openat2(
-        cwd_fd(),
-        &cstr(format!("{proc_dir}/root").as_bytes())?,
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        0,
-    )
-    .map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let root = root_of(pid)?;
 
     // The caller asked for scoped resolution: the kernel's own semantics on
     // a copy of its dirfd; the final path is still checked below.
@@ -176,18 +168,11 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     let (base, target): (OwnedFd, Vec<u8>) = if scoped {
         (dir_copy(pid, req.dirfd)?, req.path.clone())
     } else {
-        let abs = absolute(pid, req.dirfd, &req.path)?;
-        let mut abs = rewrite_proc_self(pid, &abs);
-        match own_magic_link(pid, &abs) {
-            Some(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
-            Some(Magic::Exe) => return reopen_exe(ctx, req, &creds),
-            // The caller's own root or cwd followed by a path: the same
-            // path from the root we resolve in, or from its cwd.
-            Some(Magic::Root(rest)) => abs = [b"/".as_slice(), &rest].concat(),
-            Some(Magic::Cwd(rest)) => abs = absolute(pid, libc::AT_FDCWD, &rest)?,
-            Some(Magic::FdPath(n, rest)) => abs = absolute(pid, n, &rest)?,
-            None => {}
-        }
+        let abs = match container_abs(&root, pid, req.dirfd, &req.path)? {
+            Ok(abs) => abs,
+            Err(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
+            Err(_) => return reopen_exe(ctx, req, &creds),
+        };
         (root.try_clone()?, abs)
     };
     let resolve = if scoped {
@@ -314,13 +299,7 @@ fn create(
 /// through our view of its procfs entry, after checking its container path.
 fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denied> {
     let pid = ctx.pid();
-    let root = sys::openat2(
-        cwd_fd(),
-        &cstr(format!("/proc/{pid}/root"))?,
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        0,
-    )?;
+    let root = root_of(pid)?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_TRUNC) as u64);
     // Open the link as root (procfs checks ptrace access), then check the
     // caller may open the binary itself: reopen our copy as the caller.
@@ -346,13 +325,7 @@ fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32, creds: &Creds) -> Result<
     let pid = ctx.pid();
     let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
     let copy = sys::pidfd_getfd(pidfd.as_fd(), fdnum).map_err(|_| Denied::Errno(libc::ENOENT))?;
-    let root = sys::openat2(
-        cwd_fd(),
-        &cstr(format!("/proc/{pid}/root"))?,
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        0,
-    )?;
+    let root = root_of(pid)?;
     let path = container_path(&root, &copy)?;
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));

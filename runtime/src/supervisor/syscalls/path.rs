@@ -94,23 +94,16 @@ pub fn container_path(root: &OwnedFd, fd: &OwnedFd) -> Result<PathBuf, Denied> {
 }
 
 /// The caller's path made absolute inside the container.
-pub fn absolute(pid: i32, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Denied> {
+pub fn absolute(root: &OwnedFd, pid: i32, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Denied> {
     if path.first() == Some(&b'/') {
         return Ok(path.to_vec());
     }
-    let root = sys::openat2(
-        cwd_fd(),
-        &cstr(format!("/proc/{pid}/root"))?,
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        0,
-    )?;
     let dir = dir_copy(pid, dirfd)?;
     let st = nix::sys::stat::fstat(dir.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
         return Err(Denied::Errno(libc::ENOTDIR));
     }
-    let base = container_path(&root, &dir)?;
+    let base = container_path(root, &dir)?;
     let mut out = base.as_os_str().as_bytes().to_vec();
     if out.last() != Some(&b'/') {
         out.push(b'/');
@@ -255,13 +248,13 @@ pub const IN_ROOT: u64 = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 /// A path of the caller made absolute inside its container, with the
 /// caller's own `/proc` aliases rewritten (`root/` and `cwd/` links
 /// folded in). `None` for links that need an object (`fd/N`, `exe`).
-pub fn container_abs(pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
-    let abs = absolute(pid, dirfd, path)?;
+pub fn container_abs(root: &OwnedFd, pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
+    let abs = absolute(root, pid, dirfd, path)?;
     let abs = rewrite_proc_self(pid, &abs);
     Ok(match own_magic_link(pid, &abs) {
         Some(Magic::Root(rest)) => Ok([b"/".as_slice(), &rest].concat()),
-        Some(Magic::Cwd(rest)) => Ok(absolute(pid, libc::AT_FDCWD, &rest)?),
-        Some(Magic::FdPath(n, rest)) => Ok(absolute(pid, n, &rest)?),
+        Some(Magic::Cwd(rest)) => Ok(absolute(root, pid, libc::AT_FDCWD, &rest)?),
+        Some(Magic::FdPath(n, rest)) => Ok(absolute(root, pid, n, &rest)?),
         Some(m) => Err(m),
         None => Ok(abs),
     })
@@ -281,11 +274,11 @@ pub struct Parent {
 
 /// Resolves the parent of `path` (relative to the caller's `dirfd`).
 pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
-    let abs = match container_abs(pid, dirfd, path)? {
+    let root = root_of(pid)?;
+    let abs = match container_abs(&root, pid, dirfd, path)? {
         Ok(a) => a,
         Err(_) => return Err(Denied::Errno(libc::EPERM)),
     };
-    let root = root_of(pid)?;
     let (p, name) = split_parent(&abs);
     if name.is_empty() || name == b"." || name == b".." {
         // "/", "x/." or "x/..": an entry that always exists (mkdir -p asks
@@ -319,7 +312,7 @@ pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent
 /// `follow`), with the caller's credentials, and its container path.
 pub fn target(pid: i32, dirfd: i32, path: &[u8], follow: bool, creds: &Creds) -> Result<(OwnedFd, String), Denied> {
     let root = root_of(pid)?;
-    let abs = match container_abs(pid, dirfd, path)? {
+    let abs = match container_abs(&root, pid, dirfd, path)? {
         Ok(a) => a,
         Err(Magic::Fd(n)) => {
             let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
