@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 CORDON := target/debug/cordon
 PROBES := target/probes
 
-.PHONY: all build release bundles probes test test-unit test-integration demo install fmt lint clean-bundles
+.PHONY: all build release bundles probes images test test-unit test-integration demo install fmt lint clean-bundles
 
 all: build
 
@@ -12,7 +12,7 @@ build:
 	$(CARGO) build --workspace --all-targets
 
 release:
-	$(CARGO) build --release -p cordon
+	$(CARGO) build --release -p cordon -p containerd-shim-cordon-v2
 
 probes:
 	bash tests/probes/build.sh $(PROBES)
@@ -21,6 +21,12 @@ probes:
 bundles: build probes
 	PROBES_DIR=$(PROBES) bash bundles/busybox.sh bundles/busybox $(CORDON)
 	PROBES_DIR=$(PROBES) bash bundles/python.sh bundles/python $(CORDON)
+
+# OCI image layouts of the bundles (target/images/cordon-{busybox,python}.tar),
+# imported into containerd (namespaces default and k8s.io, at
+# $$CONTAINERD_ADDRESS) and Docker when they answer. No registry involved.
+images: bundles
+	bash tools/images.sh --import target/images
 
 test-unit:
 	$(CARGO) test -p cordon
@@ -40,6 +46,7 @@ demo: bundles
 
 install: release
 	install -D -m 0755 target/release/cordon $(DESTDIR)$(PREFIX)/bin/cordon
+	install -D -m 0755 target/release/containerd-shim-cordon-v2 $(DESTDIR)$(PREFIX)/bin/containerd-shim-cordon-v2
 
 fmt:
 	$(CARGO) fmt --all

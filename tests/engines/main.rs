@@ -51,6 +51,8 @@ use serde_json::{json, Value};
 const NS: &str = "cordon-test";
 /// The image built and imported by every test.
 const IMAGE: &str = "docker.io/library/cordon-busybox:latest";
+/// containerd's runtime name of cordon's own shim.
+const SHIM_RUNTIME: &str = "io.containerd.cordon.v2";
 /// What `uname -r` says under cordon's default policy.
 const CORDON_RELEASE: &str = "6.1.0-cordon";
 /// Longest a single ctr/containerd command may take.
@@ -417,6 +419,8 @@ struct Containerd {
     log: PathBuf,
     /// `ctr run --runc-root`: cordon's `--root` is `<runc_root>/<namespace>`.
     runc_root: PathBuf,
+    /// `$CORDON_SHIM_ROOT` of cordon's own shim.
+    shim_base: PathBuf,
     fifo_dir: PathBuf,
     cordon: PathBuf,
     /// Host directories this containerd may create outside `dir`, that did
@@ -467,9 +471,16 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         );
         fs::write(d.join("config.toml"), config).unwrap();
         let logf = fs::File::create(&log).unwrap();
+        // containerd finds `containerd-shim-cordon-v2` on its PATH (the
+        // shim finds `cordon` beside itself); the shim's state goes to the
+        // temp dir.
+        let bin_dir = cordon.parent().expect("cordon has a directory").to_path_buf();
+        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
         let child = Command::new("containerd")
             .arg("--config")
             .arg(d.join("config.toml"))
+            .env("PATH", path)
+            .env("CORDON_SHIM_ROOT", d.join("cordon-shim"))
             .stdin(Stdio::null())
             .stdout(logf.try_clone().unwrap())
             .stderr(logf)
@@ -477,6 +488,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
             .expect("spawn containerd");
         let mut c = Containerd {
             runc_root: d.join("runc"),
+            shim_base: d.join("cordon-shim"),
             fifo_dir: d.join("fifo"),
             dir: Some(dir),
             child: Some(child),
@@ -531,13 +543,55 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 
     /// `cordon --root <the shim's root> <args>`.
     fn cordon(&self, args: &[&str]) -> Ran {
-        run_timeout(
-            Command::new(&self.cordon)
-                .arg("--root")
-                .arg(self.cordon_root())
-                .args(args),
-            CMD_TIMEOUT,
-        )
+        self.cordon_in(&self.cordon_root(), args)
+    }
+
+    /// `cordon --root ROOT <args>`.
+    fn cordon_in(&self, root: &Path, args: &[&str]) -> Ran {
+        run_timeout(Command::new(&self.cordon).arg("--root").arg(root).args(args), CMD_TIMEOUT)
+    }
+
+    /// The state root of cordon's own shim (containerd-shim-cordon-v2) for
+    /// the test namespace: `$CORDON_SHIM_ROOT/<namespace>`.
+    fn shim_root(&self) -> PathBuf {
+        self.shim_base.join(NS)
+    }
+
+    /// Both roots cordon containers of this containerd live in.
+    fn roots(&self) -> [PathBuf; 2] {
+        [self.cordon_root(), self.shim_root()]
+    }
+
+    /// The `ctr run` flags that pick cordon's own shim.
+    fn shim_flags(&self) -> Vec<String> {
+        vec![
+            "--runtime".into(),
+            SHIM_RUNTIME.into(),
+            "--fifo-dir".into(),
+            self.fifo_dir.to_string_lossy().into_owned(),
+        ]
+    }
+
+    /// `ctr run --rm --runtime io.containerd.cordon.v2 IMAGE id cmd...`.
+    fn shim_run_rm(&self, id: &str, cmd: &[&str]) -> Ran {
+        let mut args: Vec<String> = vec!["run".into(), "--rm".into()];
+        args.extend(self.shim_flags());
+        args.push(IMAGE.into());
+        args.push(id.into());
+        args.extend(cmd.iter().map(|s| s.to_string()));
+        self.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// `ctr --address SOCK -n NS <args>` as one shell-quoted command line.
+    fn ctr_cmdline(&self, args: &[&str]) -> String {
+        let mut words = vec!["ctr".to_string(), "--address".into(), self.sock.display().to_string()];
+        words.extend(["-n".to_string(), NS.to_string()]);
+        words.extend(args.iter().map(|a| a.to_string()));
+        words
+            .iter()
+            .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// Builds the busybox image and imports it as [`IMAGE`].
@@ -602,12 +656,10 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
                 }
             }
         }
-        let list = self.cordon(&["list"]);
-        s.push_str(&format!(
-            "--- cordon containers in {} ---\n{}",
-            self.cordon_root().display(),
-            list.stdout
-        ));
+        for root in self.roots() {
+            let list = self.cordon_in(&root, &["list"]);
+            s.push_str(&format!("--- cordon containers in {} ---\n{}", root.display(), list.stdout));
+        }
         s
     }
 
@@ -627,15 +679,18 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
             .collect()
     }
 
-    /// Ids of cordon containers in the shim's root.
+    /// Ids of cordon containers in the shims' roots.
     fn cordon_ids(&self) -> Vec<String> {
-        if !self.cordon_root().exists() {
-            return vec![];
-        }
-        self.cordon(&["list", "-q"])
-            .stdout
-            .lines()
-            .map(str::to_string)
+        self.roots()
+            .iter()
+            .filter(|r| r.exists())
+            .flat_map(|r| {
+                self.cordon_in(r, &["list", "-q"])
+                    .stdout
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
@@ -702,8 +757,10 @@ impl Drop for Containerd {
 
         // 2. Directly: cordon containers the shim left in its root.
         let force_delete_all = |c: &Containerd| {
-            for id in c.cordon_ids() {
-                let _ = c.cordon(&["delete", "--force", &id]);
+            for root in c.roots().iter().filter(|r| r.exists()) {
+                for id in c.cordon_in(root, &["list", "-q"]).stdout.lines() {
+                    let _ = c.cordon_in(root, &["delete", "--force", id]);
+                }
             }
         };
         force_delete_all(self);
@@ -905,6 +962,235 @@ fn ctr_detached_task_exec_kill_delete() {
         rm.stderr.contains("137") || rm.stdout.contains("137"),
         "expected ctr task rm to report exit code 137\n{rm}"
     );
+    let crm = c.ctr(&["container", "rm", &id]);
+    assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
+    c.assert_gone(&id);
+}
+
+// ---------------------------------------------------------------------------
+// cordon's own shim: ctr run --runtime io.containerd.cordon.v2
+// ---------------------------------------------------------------------------
+
+/// Fails (never skips) when the shim binary is not beside cordon.
+fn require_shim(c: &Containerd) {
+    let shim = c.cordon.with_file_name("containerd-shim-cordon-v2");
+    assert!(
+        shim.is_file(),
+        "{} is missing: run `make build`",
+        shim.display()
+    );
+}
+
+/// The host pid of task `id` in `ctr task ls`, and its status column.
+fn task_line(c: &Containerd, id: &str) -> Option<(i64, String)> {
+    let ls = c.ctr(&["task", "ls"]);
+    let line = ls.stdout.lines().find(|l| l.split_whitespace().next() == Some(id))?;
+    let mut w = line.split_whitespace().skip(1);
+    Some((w.next()?.parse().ok()?, w.next()?.to_string()))
+}
+
+/// Waits until task `id` shows `status` in `ctr task ls`.
+fn wait_task_status(c: &Containerd, id: &str, status: &str) {
+    let res = poll(|| match task_line(c, id) {
+        Some((_, s)) if s == status => Ok(()),
+        other => Err(format!("task {id}: {other:?}")),
+    });
+    if let Err(e) = res {
+        panic!("task {id} never {status}: {e}\n{}", c.diagnostics());
+    }
+}
+
+/// Output, error stream, stdin and exit code through cordon's shim, and
+/// the supervisor in the container (`uname -r` is emulated).
+#[test]
+fn shim_ctr_run_streams_and_exit_codes() {
+    let _g = serial();
+    let c = Containerd::start();
+    require_shim(&c);
+    c.import_busybox();
+
+    let id = unique("shim-uname");
+    let r = c.shim_run_rm(&id, &["uname", "-r"]);
+    assert!(
+        r.success() && r.stdout.trim() == CORDON_RELEASE,
+        "expected ctr to exit 0 printing {CORDON_RELEASE}\n{r}\n{}",
+        c.diagnostics()
+    );
+    c.assert_gone(&id);
+
+    let id = unique("shim-exit");
+    let r = c.shim_run_rm(&id, &["sh", "-c", "echo to-out; echo to-err >&2; exit 3"]);
+    assert_eq!(r.code(), Some(3), "expected ctr to exit 3\n{r}\n{}", c.diagnostics());
+    assert_eq!(r.stdout.trim(), "to-out", "stdout\n{r}");
+    assert_eq!(r.stderr.trim(), "to-err", "stderr\n{r}");
+    c.assert_gone(&id);
+
+    // stdin reaches the container and its EOF too (cat exits).
+    let id = unique("shim-stdin");
+    let mut args: Vec<String> = vec!["run".into(), "--rm".into()];
+    args.extend(c.shim_flags());
+    args.extend([IMAGE.to_string(), id.clone(), "sh".into(), "-c".into(), "cat | tr a-z A-Z".into()]);
+    let line = c.ctr_cmdline(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = run_timeout(
+        Command::new("sh").args(["-c", &format!("printf 'hello\\nshim\\n' | {line}")]),
+        CMD_TIMEOUT,
+    );
+    assert!(
+        r.success() && r.stdout == "HELLO\nSHIM\n",
+        "expected the container to echo its stdin upper-cased\n{r}\n{}",
+        c.diagnostics()
+    );
+    c.assert_gone(&id);
+}
+
+/// `ctr run -t` through cordon's shim: the container's stdio is a pty.
+#[test]
+fn shim_ctr_run_tty() {
+    let _g = serial();
+    let c = Containerd::start();
+    require_shim(&c);
+    c.import_busybox();
+    let id = unique("shim-tty");
+    let mut args: Vec<String> = vec!["run".into(), "--rm".into(), "-t".into()];
+    args.extend(c.shim_flags());
+    args.extend([
+        IMAGE.to_string(),
+        id.clone(),
+        "sh".into(),
+        "-c".into(),
+        "tty && uname -r".into(),
+    ]);
+    let r = in_pty(&c.ctr_cmdline(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+    assert!(
+        r.success() && r.stdout.contains("/dev/pts/") && r.stdout.contains(CORDON_RELEASE),
+        "expected a pty (/dev/pts/N) and {CORDON_RELEASE}\n{r}\n{}",
+        c.diagnostics()
+    );
+    c.assert_gone(&id);
+}
+
+/// A detached task through cordon's shim: exec (output and exit code),
+/// ps, pause/resume, metrics, cordon's view and audit trail, kill, delete.
+#[test]
+fn shim_detached_task_exec_pause_kill_delete() {
+    let _g = serial();
+    let c = Containerd::start();
+    require_shim(&c);
+    c.import_busybox();
+    let id = unique("shim-detached");
+
+    let mut args: Vec<String> = vec!["run".into(), "-d".into()];
+    args.extend(c.shim_flags());
+    args.extend([IMAGE.to_string(), id.clone(), "sleep".into(), "1000".into()]);
+    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
+    wait_task_status(&c, &id, "RUNNING");
+
+    // containerd's task is a cordon container in the shim's root, same pid.
+    let st = c.cordon_in(&c.shim_root(), &["state", &id]);
+    assert!(st.success(), "cordon state {id} failed\n{st}\n{}", c.diagnostics());
+    let state: Value = serde_json::from_str(&st.stdout).expect("cordon state prints JSON");
+    assert_eq!(state["status"], "running", "cordon state: {state}");
+    assert_eq!(task_line(&c, &id).map(|t| t.0), state["pid"].as_i64(), "pids differ: {state}");
+
+    let fifo = c.fifo_dir.to_string_lossy().into_owned();
+    let ex = c.ctr(&["task", "exec", "--fifo-dir", &fifo, "--exec-id", "e1", &id, "uname", "-r"]);
+    assert!(
+        ex.success() && ex.stdout.trim() == CORDON_RELEASE,
+        "expected ctr task exec to exit 0 printing {CORDON_RELEASE}\n{ex}\n{}",
+        c.diagnostics()
+    );
+    let ex = c.ctr(&["task", "exec", "--fifo-dir", &fifo, "--exec-id", "e2", &id, "sh", "-c", "exit 5"]);
+    assert_eq!(ex.code(), Some(5), "expected ctr task exec to exit 5\n{ex}\n{}", c.diagnostics());
+
+    let ps = c.ctr(&["task", "ps", &id]);
+    let pid = state["pid"].as_i64().unwrap_or(-1).to_string();
+    assert!(
+        ps.success() && ps.stdout.lines().any(|l| l.split_whitespace().next() == Some(pid.as_str())),
+        "expected ctr task ps to list the init {pid}\n{ps}\n{}",
+        c.diagnostics()
+    );
+
+    let p = c.ctr(&["task", "pause", &id]);
+    assert!(p.success(), "ctr task pause failed\n{p}\n{}", c.diagnostics());
+    wait_task_status(&c, &id, "PAUSED");
+    let p = c.ctr(&["task", "resume", &id]);
+    assert!(p.success(), "ctr task resume failed\n{p}\n{}", c.diagnostics());
+    wait_task_status(&c, &id, "RUNNING");
+
+    let m = c.ctr(&["task", "metrics", "--format", "json", &id]);
+    assert!(m.success(), "ctr task metrics failed\n{m}\n{}", c.diagnostics());
+    let metrics: Value = serde_json::from_str(&m.stdout).unwrap_or(Value::Null);
+    assert!(
+        metrics["pids"]["current"].as_u64().unwrap_or(0) >= 1,
+        "expected metrics to count the container's pids\n{m}"
+    );
+
+    // The exec went through the supervisor: its uname is in the audit trail.
+    let audit = c.cordon_in(&c.shim_root(), &["audit", "--json", &id]);
+    assert!(
+        audit.success() && audit.stdout.contains("uname"),
+        "expected cordon's audit trail to record uname\n{audit}\n{}",
+        c.diagnostics()
+    );
+
+    let k = c.ctr(&["task", "kill", "-s", "SIGKILL", &id]);
+    assert!(k.success(), "ctr task kill failed\n{k}\n{}", c.diagnostics());
+    wait_task_status(&c, &id, "STOPPED");
+    let rm = c.ctr(&["task", "rm", &id]);
+    assert!(rm.success(), "ctr task rm failed\n{rm}\n{}", c.diagnostics());
+    assert!(
+        rm.stderr.contains("137") || rm.stdout.contains("137"),
+        "expected ctr task rm to report exit code 137\n{rm}"
+    );
+    let crm = c.ctr(&["container", "rm", &id]);
+    assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
+    c.assert_gone(&id);
+}
+
+/// kill -9 of cordon's shim: containerd runs the shim's `delete` action,
+/// which kills and deletes the container; nothing is left behind.
+#[test]
+fn shim_killed_leaves_nothing_behind() {
+    let _g = serial();
+    let c = Containerd::start();
+    require_shim(&c);
+    c.import_busybox();
+    let id = unique("shim-kill9");
+    let mut args: Vec<String> = vec!["run".into(), "-d".into()];
+    args.extend(c.shim_flags());
+    args.extend([IMAGE.to_string(), id.clone(), "sleep".into(), "1000".into()]);
+    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
+    wait_task_status(&c, &id, "RUNNING");
+    let (init, _) = task_line(&c, &id).expect("task listed");
+
+    let shims: Vec<i32> = pids_mentioning(&id)
+        .into_iter()
+        .filter(|&p| {
+            fs::read(format!("/proc/{p}/cmdline"))
+                .map(|b| String::from_utf8_lossy(&b).contains("containerd-shim-cordon-v2"))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert_eq!(shims.len(), 1, "expected one shim for {id}, found {shims:?}\n{}", c.diagnostics());
+    sigkill(shims[0]);
+
+    // The container dies with it (containerd's cleanup), and so does its init.
+    let gone = poll(|| {
+        if Path::new(&format!("/proc/{init}")).exists() {
+            return Err(format!("init {init} still alive"));
+        }
+        match task_line(&c, &id) {
+            None => Ok(()),
+            Some((_, s)) if s == "STOPPED" => Ok(()),
+            other => Err(format!("task {other:?}")),
+        }
+    });
+    if let Err(e) = gone {
+        panic!("after kill -9 of the shim: {e}\n{}", c.diagnostics());
+    }
+    let _ = c.ctr(&["task", "rm", "-f", &id]);
     let crm = c.ctr(&["container", "rm", &id]);
     assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
     c.assert_gone(&id);

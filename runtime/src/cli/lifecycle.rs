@@ -20,6 +20,7 @@ pub fn create(rt: &Runtime, a: liboci_cli::Create) -> anyhow::Result<i32> {
         no_pivot: a.no_pivot,
         preserve_fds: a.preserve_fds,
         detach: true,
+        stdio: None,
     })?;
     Ok(0)
 }
@@ -59,6 +60,7 @@ pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
         no_pivot: a.no_pivot,
         preserve_fds: a.preserve_fds,
         detach: a.detach,
+        stdio: None,
     })?;
     // Block signals before the init can exit (it waits for start), so its
     // SIGCHLD stays pending; the container's own mask was set at create.
@@ -99,6 +101,7 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
         pid_file: a.pid_file,
         preserve_fds: a.preserve_fds,
         caps: a.cap,
+        stdio: None,
     })?;
     if detach {
         return Ok(0);

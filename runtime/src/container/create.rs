@@ -17,6 +17,21 @@ use super::{io, lib, validate, Error, Meta, Result, Runtime};
 use crate::policy::Policy;
 use crate::supervisor::handshake::Role;
 
+/// The three standard streams given to a container's process instead of
+/// the caller's own: `[stdin, stdout, stderr]`, typically pipes of a shim.
+/// Each build duplicates them (`dup(2)`), so the caller keeps its copies
+/// and must close them once the process runs for EOF to reach the reader.
+#[derive(Debug, Clone)]
+pub struct StdioFds(pub std::sync::Arc<[OwnedFd; 3]>);
+
+impl StdioFds {
+    fn apply(&self, mut b: ContainerBuilder) -> Result<ContainerBuilder> {
+        let dup = |i: usize| self.0[i].try_clone().map_err(io("duplicate a stdio fd"));
+        b = b.with_stdin(dup(0)?).with_stdout(dup(1)?).with_stderr(dup(2)?);
+        Ok(b)
+    }
+}
+
 /// Options of `create` (and of `run`, which adds start and wait).
 #[derive(Debug, Clone, Default)]
 pub struct CreateOptions {
@@ -34,6 +49,8 @@ pub struct CreateOptions {
     pub preserve_fds: i32,
     /// False for a foreground `run`: the caller waits for the init.
     pub detach: bool,
+    /// Standard streams of the init (default: the caller's).
+    pub stdio: Option<StdioFds>,
 }
 
 /// Options of `exec`.
@@ -65,6 +82,8 @@ pub struct ExecOptions {
     pub preserve_fds: i32,
     /// Capabilities to add.
     pub caps: Vec<String>,
+    /// Standard streams of the process (default: the caller's).
+    pub stdio: Option<StdioFds>,
 }
 
 impl Runtime {
@@ -150,7 +169,11 @@ impl Runtime {
             supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
             role: Role::Init,
         };
-        let container = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+        let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
+        if let Some(stdio) = &opts.stdio {
+            builder = stdio.apply(builder)?;
+        }
+        let container = builder
             .with_executor(executor)
             .with_root_path(&self.root)
             .map_err(lib("state root"))?
@@ -263,7 +286,11 @@ impl Runtime {
             _ => None,
         };
         let process = tty_process.clone().or_else(|| opts.process.clone());
-        let pid = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+        let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
+        if let Some(stdio) = &opts.stdio {
+            builder = stdio.apply(builder)?;
+        }
+        let pid = builder
             .with_executor(executor)
             .with_root_path(&self.root)
             .map_err(lib("state root"))?

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use libcontainer::container::{Container, ContainerStatus};
 use serde::{Deserialize, Serialize};
 
-pub use create::{CreateOptions, ExecOptions};
+pub use create::{CreateOptions, ExecOptions, StdioFds};
 
 use crate::config::RuntimeConfig;
 
