@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 CORDON := target/debug/cordon
 PROBES := target/probes
 
-.PHONY: all build release bundles probes images test test-unit test-integration demo install fmt lint clean-bundles
+.PHONY: all build release bundles probes images image-layouts test test-unit test-integration demo install fmt lint clean-bundles
 
 all: build
 
@@ -28,10 +28,15 @@ bundles: build probes
 images: bundles
 	bash tools/images.sh --import target/images
 
+# The same layouts without importing them (the engines suite imports them
+# into its own containerd).
+image-layouts: bundles
+	bash tools/images.sh target/images
+
 test-unit:
 	$(CARGO) test -p cordon
 
-test-integration: bundles
+test-integration: bundles image-layouts
 	$(CARGO) test -p cordon-tests -- --test-threads=2
 
 test: build lint test-unit test-integration

@@ -4,10 +4,11 @@
 #
 #   tools/images.sh [--import] [OUT_DIR]
 #
-# OUT_DIR (default target/images) gets cordon-busybox.tar and
+# OUT_DIR (default target/images) gets cordon-busybox.tar,
+# cordon-pause.tar (busybox sleeping: a CRI sandbox_image) and
 # cordon-python.tar (from bundles/busybox/rootfs and bundles/python/rootfs;
 # `make bundles` builds them), each one uncompressed layer, named
-# docker.io/library/cordon-{busybox,python}:latest by the index's
+# docker.io/library/cordon-{busybox,pause,python}:latest by the index's
 # io.containerd.image.name annotation.
 #
 # --import: `ctr -n default` and `ctr -n k8s.io image import` into the
@@ -70,6 +71,8 @@ image() {
 }
 
 image cordon-busybox bundles/busybox/rootfs '["sh"]'
+# A pod sandbox ("pause") image for CRI's sandbox_image: busybox sleeping.
+image cordon-pause bundles/busybox/rootfs '["sleep", "2147483647"]'
 if [ -d bundles/python/rootfs ]; then
     image cordon-python bundles/python/rootfs '["python3"]'
 else

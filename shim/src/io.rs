@@ -133,7 +133,8 @@ impl Prepared {
             // Input goes to the master; its output is the fifo named
             // stdout (a pty merges stderr into it).
             *io.stdin.lock().unwrap_or_else(|e| e.into_inner()) = Some(master.try_clone()?);
-            io.copiers.push(spawn_output(master.try_clone()?, self.terminal_out.clone()));
+            io.copiers
+                .push(spawn_output(master.try_clone()?, self.terminal_out.clone()));
             io.console = Some(Arc::new(master));
         }
         for (reader, fifo) in self.out_readers.drain(..) {

@@ -53,7 +53,11 @@ pub fn serve(runtime_id: &str) -> Result<(), String> {
         .map(|(k, v)| (k.replacen("/containerd.task.v3.", "/containerd.task.v2.", 1), v))
         .collect();
 
-    let path = flags.socket.strip_prefix("unix://").unwrap_or(&flags.socket).to_string();
+    let path = flags
+        .socket
+        .strip_prefix("unix://")
+        .unwrap_or(&flags.socket)
+        .to_string();
     if let Some(parent) = Path::new(&path).parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
     }

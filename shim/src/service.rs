@@ -183,7 +183,10 @@ impl Inner {
     }
 
     fn publish(&self, topic: &str, event: Box<dyn MessageDyn>) {
-        if let Err(e) = self.publisher.publish(Context::default(), topic, &self.namespace, event) {
+        if let Err(e) = self
+            .publisher
+            .publish(Context::default(), topic, &self.namespace, event)
+        {
             log::warn!("publish {topic}: {e}");
         }
     }
@@ -328,8 +331,8 @@ impl Service {
             }
             e
         };
-        let prepared = io::prepare(&stdio, &root, &req.id)
-            .map_err(|e| fail(err(Code::INTERNAL, format!("set up stdio: {e}"))))?;
+        let prepared =
+            io::prepare(&stdio, &root, &req.id).map_err(|e| fail(err(Code::INTERNAL, format!("set up stdio: {e}"))))?;
         let created = rt.create(&CreateOptions {
             id: req.id.clone(),
             bundle: bundle.clone(),
@@ -399,7 +402,10 @@ impl Service {
             .get_mut(exec_id)
             .ok_or_else(|| err(Code::NOT_FOUND, format!("exec {exec_id:?} not found")))?;
         if p.started {
-            return Err(err(Code::FAILED_PRECONDITION, format!("exec {exec_id:?} already started")));
+            return Err(err(
+                Code::FAILED_PRECONDITION,
+                format!("exec {exec_id:?} already started"),
+            ));
         }
         let spec = p.spec.take().unwrap_or_default();
         let dir = t.rt.cordon_dir(&t.id);
@@ -424,7 +430,11 @@ impl Service {
         let _ = std::fs::remove_file(&file);
         let pid = res.map_err(rt_err)?.as_raw();
         let pidfd = watch_pid(pid)?;
-        p.io = Some(prepared.connect().map_err(|e| err(Code::INTERNAL, format!("connect stdio: {e}")))?);
+        p.io = Some(
+            prepared
+                .connect()
+                .map_err(|e| err(Code::INTERNAL, format!("connect stdio: {e}")))?,
+        );
         p.pid = pid;
         p.pidfd = Some(pidfd.clone());
         p.started = true;
@@ -502,7 +512,11 @@ impl containerd_shim::Task for Service {
             };
             let bundle = t.bundle.display().to_string();
             let p = proc_mut(t, &req.exec_id)?;
-            let (exit_status, exited_at) = p.exit.clone().map(|(c, at)| (c, MessageField::some(at))).unwrap_or_default();
+            let (exit_status, exited_at) = p
+                .exit
+                .clone()
+                .map(|(c, at)| (c, MessageField::some(at)))
+                .unwrap_or_default();
             Ok(api::StateResponse {
                 id: req.id.clone(),
                 exec_id: req.exec_id.clone(),
@@ -565,13 +579,19 @@ impl containerd_shim::Task for Service {
     fn delete(&self, _ctx: &TtrpcContext, req: api::DeleteRequest) -> TtrpcResult<api::DeleteResponse> {
         let mut st = self.inner.lock();
         let Some(t) = st.container.as_mut().filter(|t| t.id == req.id) else {
-            return Err(err(Code::NOT_FOUND, format!("container {:?} not found in this shim", req.id)));
+            return Err(err(
+                Code::NOT_FOUND,
+                format!("container {:?} not found in this shim", req.id),
+            ));
         };
         let grace = std::time::Duration::from_secs(2);
         if !req.exec_id.is_empty() {
             let p = proc_mut(t, &req.exec_id)?;
             if p.started && p.exit.is_none() {
-                return Err(err(Code::FAILED_PRECONDITION, format!("exec {:?} is running", req.exec_id)));
+                return Err(err(
+                    Code::FAILED_PRECONDITION,
+                    format!("exec {:?} is running", req.exec_id),
+                ));
             }
             let mut p = t.execs.remove(&req.exec_id).unwrap_or_default();
             if let Some(io) = p.io.as_mut() {
@@ -586,7 +606,10 @@ impl containerd_shim::Task for Service {
             });
         }
         if t.init.started && t.init.exit.is_none() && t.rt.is_alive(&t.id) {
-            return Err(err(Code::FAILED_PRECONDITION, format!("container {:?} is running", req.id)));
+            return Err(err(
+                Code::FAILED_PRECONDITION,
+                format!("container {:?} is running", req.id),
+            ));
         }
         let supervisor = t.rt.meta(&t.id).supervisor_pid;
         t.rt.delete(&t.id, true).map_err(rt_err)?;
@@ -690,10 +713,16 @@ impl containerd_shim::Task for Service {
     fn exec(&self, _ctx: &TtrpcContext, req: api::ExecProcessRequest) -> TtrpcResult<api::Empty> {
         self.with_task(&req.id, |t| {
             if t.execs.contains_key(&req.exec_id) {
-                return Err(err(Code::ALREADY_EXISTS, format!("exec {:?} already exists", req.exec_id)));
+                return Err(err(
+                    Code::ALREADY_EXISTS,
+                    format!("exec {:?} already exists", req.exec_id),
+                ));
             }
             if t.init.exit.is_some() {
-                return Err(err(Code::FAILED_PRECONDITION, format!("container {:?} is stopped", req.id)));
+                return Err(err(
+                    Code::FAILED_PRECONDITION,
+                    format!("container {:?} is stopped", req.id),
+                ));
             }
             let spec = req.spec.as_ref().map(|a| a.value.clone()).unwrap_or_default();
             t.execs.insert(
@@ -749,8 +778,8 @@ impl containerd_shim::Task for Service {
 
     fn update(&self, _ctx: &TtrpcContext, req: api::UpdateTaskRequest) -> TtrpcResult<api::Empty> {
         let bytes = req.resources.as_ref().map(|a| a.value.clone()).unwrap_or_default();
-        let resources: oci_spec::runtime::LinuxResources = serde_json::from_slice(&bytes)
-            .map_err(|e| err(Code::INVALID_ARGUMENT, format!("resources: {e}")))?;
+        let resources: oci_spec::runtime::LinuxResources =
+            serde_json::from_slice(&bytes).map_err(|e| err(Code::INVALID_ARGUMENT, format!("resources: {e}")))?;
         self.with_task(&req.id, |t| t.rt.update(&t.id, &resources).map_err(rt_err))?;
         Ok(api::Empty::new())
     }
@@ -759,7 +788,10 @@ impl containerd_shim::Task for Service {
         let mut st = self.inner.lock();
         loop {
             let Some(t) = st.container.as_mut().filter(|t| t.id == req.id) else {
-                return Err(err(Code::NOT_FOUND, format!("container {:?} not found in this shim", req.id)));
+                return Err(err(
+                    Code::NOT_FOUND,
+                    format!("container {:?} not found in this shim", req.id),
+                ));
             };
             let p = proc_mut(t, &req.exec_id)?;
             if let Some((code, at)) = p.exit.clone() {

@@ -47,6 +47,9 @@ use std::time::{Duration, Instant};
 use cordon_tests::{busybox_bundle, cgroup_leaked, cordon_bin, run_captured, unique, TempDir};
 use serde_json::{json, Value};
 
+mod cri;
+use cri::cri_config;
+
 /// The containerd namespace every test uses.
 const NS: &str = "cordon-test";
 /// The image built and imported by every test.
@@ -203,34 +206,6 @@ fn cordon_abs() -> PathBuf {
 // the OCI image layout
 // ---------------------------------------------------------------------------
 
-/// The sha256 of a file, as lowercase hex.
-fn sha256_file(path: &Path) -> String {
-    let out = run_captured(Command::new("sha256sum").arg(path));
-    assert!(out.status.success(), "sha256sum {}: {:?}", path.display(), out);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let hex = text.split_whitespace().next().unwrap_or_default().to_string();
-    assert!(
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
-        "sha256sum printed {text:?}"
-    );
-    hex
-}
-
-/// Moves `file` into `blobs` under its digest; returns (digest, size).
-fn add_blob(blobs: &Path, file: &Path) -> (String, u64) {
-    let hex = sha256_file(file);
-    let size = fs::metadata(file).unwrap().len();
-    fs::rename(file, blobs.join(&hex)).unwrap();
-    (format!("sha256:{hex}"), size)
-}
-
-/// Writes `value` as a blob; returns (digest, size).
-fn add_json_blob(blobs: &Path, scratch: &Path, value: &Value) -> (String, u64) {
-    let tmp = scratch.join("blob.json");
-    fs::write(&tmp, serde_json::to_vec(value).unwrap()).unwrap();
-    add_blob(blobs, &tmp)
-}
-
 /// Runs `tar args` and asserts it succeeded.
 fn tar(args: &[&str]) {
     let out = run_captured(Command::new("tar").args(args));
@@ -241,66 +216,12 @@ fn tar(args: &[&str]) {
     );
 }
 
-/// Builds an OCI image layout tarball of `rootfs` (one uncompressed layer)
-/// in `dir`, named [`IMAGE`], and returns its path.
-fn build_image(dir: &Path, rootfs: &Path) -> PathBuf {
-    let layout = dir.join("layout");
-    let blobs = layout.join("blobs/sha256");
-    fs::create_dir_all(&blobs).unwrap();
-    let s = |p: &Path| p.to_string_lossy().into_owned();
-
-    let layer_tar = dir.join("layer.tar");
-    tar(&["--numeric-owner", "-C", &s(rootfs), "-cf", &s(&layer_tar), "."]);
-    let (layer, layer_size) = add_blob(&blobs, &layer_tar);
-
-    let config = json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": {
-            "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-            "Cmd": ["sh"],
-        },
-        // Uncompressed layer: its diff_id is its digest.
-        "rootfs": {"type": "layers", "diff_ids": [layer]},
-    });
-    let (config, config_size) = add_json_blob(&blobs, dir, &config);
-
-    let manifest = json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {
-            "mediaType": "application/vnd.oci.image.config.v1+json",
-            "digest": config,
-            "size": config_size,
-        },
-        "layers": [{
-            "mediaType": "application/vnd.oci.image.layer.v1.tar",
-            "digest": layer,
-            "size": layer_size,
-        }],
-    });
-    let (manifest, manifest_size) = add_json_blob(&blobs, dir, &manifest);
-
-    let index = json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "digest": manifest,
-            "size": manifest_size,
-            "platform": {"architecture": "amd64", "os": "linux"},
-            "annotations": {
-                "io.containerd.image.name": IMAGE,
-                "org.opencontainers.image.ref.name": "latest",
-            },
-        }],
-    });
-    fs::write(layout.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
-    fs::write(layout.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
-
-    let image = dir.join("image.tar");
-    tar(&["-C", &s(&layout), "-cf", &s(&image), "."]);
-    image
+/// The OCI image layout `make image-layouts` built (tools/images.sh) of
+/// image `name` (cordon-busybox, cordon-pause).
+fn image_layout(name: &str) -> PathBuf {
+    let t = cordon_tests::repo().join("target/images").join(format!("{name}.tar"));
+    assert!(t.is_file(), "{} is missing: run `make image-layouts`", t.display());
+    t
 }
 
 // ---------------------------------------------------------------------------
@@ -429,8 +350,16 @@ struct Containerd {
 }
 
 impl Containerd {
-    /// Starts containerd and waits until `ctr version` answers.
+    /// Starts containerd (CRI plugin disabled) and waits until `ctr
+    /// version` answers.
     fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// Starts containerd, with its CRI plugin if `cri`: sandbox image
+    /// cordon-pause, runtime handler `cordon` on cordon's shim passing
+    /// `org.cordon.*` pod annotations, no CNI (pods use the host network).
+    fn start_with(cri: bool) -> Self {
         require_containerd();
         let cordon = cordon_abs();
         let dir = TempDir::new("containerd");
@@ -442,11 +371,16 @@ impl Containerd {
             .filter(|p| !p.exists())
             .collect();
         let (sock, state, log) = (d.join("containerd.sock"), d.join("state"), d.join("containerd.log"));
+        let plugins = if cri {
+            cri_config(&d)
+        } else {
+            r#"disabled_plugins = ["io.containerd.grpc.v1.cri"]"#.to_string()
+        };
         let config = format!(
             r#"version = 2
 root = "{root}"
 state = "{state}"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
+{plugins}
 
 [grpc]
   address = "{sock}"
@@ -548,7 +482,10 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 
     /// `cordon --root ROOT <args>`.
     fn cordon_in(&self, root: &Path, args: &[&str]) -> Ran {
-        run_timeout(Command::new(&self.cordon).arg("--root").arg(root).args(args), CMD_TIMEOUT)
+        run_timeout(
+            Command::new(&self.cordon).arg("--root").arg(root).args(args),
+            CMD_TIMEOUT,
+        )
     }
 
     /// The state root of cordon's own shim (containerd-shim-cordon-v2) for
@@ -557,9 +494,10 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         self.shim_base.join(NS)
     }
 
-    /// Both roots cordon containers of this containerd live in.
-    fn roots(&self) -> [PathBuf; 2] {
-        [self.cordon_root(), self.shim_root()]
+    /// The roots cordon containers of this containerd live in: the runc
+    /// shim's, and cordon's shim's for the test namespace and CRI's.
+    fn roots(&self) -> [PathBuf; 3] {
+        [self.cordon_root(), self.shim_root(), self.shim_base.join("k8s.io")]
     }
 
     /// The `ctr run` flags that pick cordon's own shim.
@@ -594,18 +532,21 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
             .join(" ")
     }
 
-    /// Builds the busybox image and imports it as [`IMAGE`].
+    /// Imports the busybox image as [`IMAGE`].
     fn import_busybox(&self) {
-        let rootfs = busybox_bundle().join("rootfs");
-        let dir = self.dir.as_ref().unwrap().path().join("image");
-        fs::create_dir_all(&dir).unwrap();
-        let image = build_image(&dir, &rootfs);
-        let imp = self.ctr(&["image", "import", &image.to_string_lossy()]);
+        self.import_image(NS, "cordon-busybox");
+    }
+
+    /// Imports image layout `name` (see [`image_layout`]) into namespace `ns`.
+    fn import_image(&self, ns: &str, name: &str) {
+        let t = image_layout(name).to_string_lossy().into_owned();
+        let imp = self.ctr_global(&["-n", ns, "image", "import", &t], CMD_TIMEOUT);
         assert!(imp.success(), "image import failed\n{imp}\n{}", self.diagnostics());
-        let ls = self.ctr(&["image", "ls", "-q"]);
+        let want = format!("docker.io/library/{name}:latest");
+        let ls = self.ctr_global(&["-n", ns, "image", "ls", "-q"], CMD_TIMEOUT);
         assert!(
-            ls.success() && ls.stdout.lines().any(|l| l == IMAGE),
-            "{IMAGE} not listed after import\n{ls}\n{}",
+            ls.success() && ls.stdout.lines().any(|l| l == want),
+            "{want} not listed after import\n{ls}\n{}",
             self.diagnostics()
         );
     }
@@ -658,7 +599,11 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         }
         for root in self.roots() {
             let list = self.cordon_in(&root, &["list"]);
-            s.push_str(&format!("--- cordon containers in {} ---\n{}", root.display(), list.stdout));
+            s.push_str(&format!(
+                "--- cordon containers in {} ---\n{}",
+                root.display(),
+                list.stdout
+            ));
         }
         s
     }
@@ -974,11 +919,7 @@ fn ctr_detached_task_exec_kill_delete() {
 /// Fails (never skips) when the shim binary is not beside cordon.
 fn require_shim(c: &Containerd) {
     let shim = c.cordon.with_file_name("containerd-shim-cordon-v2");
-    assert!(
-        shim.is_file(),
-        "{} is missing: run `make build`",
-        shim.display()
-    );
+    assert!(shim.is_file(), "{} is missing: run `make build`", shim.display());
 }
 
 /// The host pid of task `id` in `ctr task ls`, and its status column.
@@ -1029,7 +970,13 @@ fn shim_ctr_run_streams_and_exit_codes() {
     let id = unique("shim-stdin");
     let mut args: Vec<String> = vec!["run".into(), "--rm".into()];
     args.extend(c.shim_flags());
-    args.extend([IMAGE.to_string(), id.clone(), "sh".into(), "-c".into(), "cat | tr a-z A-Z".into()]);
+    args.extend([
+        IMAGE.to_string(),
+        id.clone(),
+        "sh".into(),
+        "-c".into(),
+        "cat | tr a-z A-Z".into(),
+    ]);
     let line = c.ctr_cmdline(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let r = run_timeout(
         Command::new("sh").args(["-c", &format!("printf 'hello\\nshim\\n' | {line}")]),
@@ -1091,22 +1038,56 @@ fn shim_detached_task_exec_pause_kill_delete() {
     assert!(st.success(), "cordon state {id} failed\n{st}\n{}", c.diagnostics());
     let state: Value = serde_json::from_str(&st.stdout).expect("cordon state prints JSON");
     assert_eq!(state["status"], "running", "cordon state: {state}");
-    assert_eq!(task_line(&c, &id).map(|t| t.0), state["pid"].as_i64(), "pids differ: {state}");
+    assert_eq!(
+        task_line(&c, &id).map(|t| t.0),
+        state["pid"].as_i64(),
+        "pids differ: {state}"
+    );
 
     let fifo = c.fifo_dir.to_string_lossy().into_owned();
-    let ex = c.ctr(&["task", "exec", "--fifo-dir", &fifo, "--exec-id", "e1", &id, "uname", "-r"]);
+    let ex = c.ctr(&[
+        "task",
+        "exec",
+        "--fifo-dir",
+        &fifo,
+        "--exec-id",
+        "e1",
+        &id,
+        "uname",
+        "-r",
+    ]);
     assert!(
         ex.success() && ex.stdout.trim() == CORDON_RELEASE,
         "expected ctr task exec to exit 0 printing {CORDON_RELEASE}\n{ex}\n{}",
         c.diagnostics()
     );
-    let ex = c.ctr(&["task", "exec", "--fifo-dir", &fifo, "--exec-id", "e2", &id, "sh", "-c", "exit 5"]);
-    assert_eq!(ex.code(), Some(5), "expected ctr task exec to exit 5\n{ex}\n{}", c.diagnostics());
+    let ex = c.ctr(&[
+        "task",
+        "exec",
+        "--fifo-dir",
+        &fifo,
+        "--exec-id",
+        "e2",
+        &id,
+        "sh",
+        "-c",
+        "exit 5",
+    ]);
+    assert_eq!(
+        ex.code(),
+        Some(5),
+        "expected ctr task exec to exit 5\n{ex}\n{}",
+        c.diagnostics()
+    );
 
     let ps = c.ctr(&["task", "ps", &id]);
     let pid = state["pid"].as_i64().unwrap_or(-1).to_string();
     assert!(
-        ps.success() && ps.stdout.lines().any(|l| l.split_whitespace().next() == Some(pid.as_str())),
+        ps.success()
+            && ps
+                .stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(pid.as_str())),
         "expected ctr task ps to list the init {pid}\n{ps}\n{}",
         c.diagnostics()
     );
@@ -1173,7 +1154,12 @@ fn shim_killed_leaves_nothing_behind() {
                 .unwrap_or(false)
         })
         .collect();
-    assert_eq!(shims.len(), 1, "expected one shim for {id}, found {shims:?}\n{}", c.diagnostics());
+    assert_eq!(
+        shims.len(),
+        1,
+        "expected one shim for {id}, found {shims:?}\n{}",
+        c.diagnostics()
+    );
     sigkill(shims[0]);
 
     // The container dies with it (containerd's cleanup), and so does its init.

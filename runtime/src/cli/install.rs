@@ -73,6 +73,11 @@ pub struct InstallArgs {
     /// Name the engine knows the runtime by
     #[arg(long, default_value = "cordon")]
     pub runtime: String,
+    /// containerd: use cordon's own shim (runtime_type
+    /// io.containerd.cordon.v2; containerd-shim-cordon-v2 must be on
+    /// containerd's PATH) instead of the runc shim with BinaryName
+    #[arg(long)]
+    pub shim: bool,
 }
 
 /// Runs `cordon install`.
@@ -89,7 +94,10 @@ pub fn install(a: InstallArgs) -> anyhow::Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
     };
-    let plan = plan(a.engine, old.as_deref().unwrap_or(""), &a.runtime, binary)
+    if a.shim && a.engine != Engine::Containerd {
+        bail!("--shim: only containerd has shims (got {:?})", a.engine);
+    }
+    let plan = plan_with(a.engine, old.as_deref().unwrap_or(""), &a.runtime, binary, a.shim)
         .with_context(|| format!("{}", path.display()))?;
     if !a.write {
         eprintln!("# for {} (or run with --write to merge it there)", path.display());
@@ -148,12 +156,18 @@ struct Plan {
 
 /// Plans adding runtime `name` running `binary` to `engine`'s config file
 /// whose current text is `old` (empty when it does not exist).
+#[cfg(test)]
 fn plan(engine: Engine, old: &str, name: &str, binary: &str) -> anyhow::Result<Plan> {
+    plan_with(engine, old, name, binary, false)
+}
+
+/// [`plan`], with `shim`: containerd gets cordon's own shim.
+fn plan_with(engine: Engine, old: &str, name: &str, binary: &str, shim: bool) -> anyhow::Result<Plan> {
     match engine {
         Engine::Docker => merge_json(old, &docker_edits(name, binary)),
         Engine::Containerd => {
             let doc = parse_toml(old)?;
-            merge_toml(old, &containerd_edits(&doc, name, binary)?)
+            merge_toml(old, &containerd_edits(&doc, name, binary, shim)?)
         }
         Engine::Podman => merge_toml(old, &podman_edits(name, binary)),
     }
@@ -165,10 +179,13 @@ fn docker_edits(name: &str, binary: &str) -> Json {
 }
 
 /// containerd: runtime NAME of the CRI plugin on the runc shim, with cordon
-/// as its runc binary. The plugin's name depends on the config's version
-/// (1: `cri`, 2: `io.containerd.grpc.v1.cri`, 3: `io.containerd.cri.v1.runtime`);
-/// an empty file becomes a version 2 config.
-fn containerd_edits(doc: &Table, name: &str, binary: &str) -> anyhow::Result<Table> {
+/// as its runc binary (or with `shim`, on cordon's own shim
+/// `io.containerd.cordon.v2`); either way pod annotations `org.cordon.*`
+/// pass through to the containers, so a pod can pick its policy. The
+/// plugin's name depends on the config's version (1: `cri`, 2:
+/// `io.containerd.grpc.v1.cri`, 3: `io.containerd.cri.v1.runtime`); an
+/// empty file becomes a version 2 config.
+fn containerd_edits(doc: &Table, name: &str, binary: &str, shim: bool) -> anyhow::Result<Table> {
     let version = match doc.get("version") {
         None => None,
         Some(Toml::Integer(v)) => Some(*v),
@@ -182,11 +199,17 @@ fn containerd_edits(doc: &Table, name: &str, binary: &str) -> anyhow::Result<Tab
         Some(3) => ("io.containerd.cri.v1.runtime", false),
         Some(v) => bail!("version = {v}: not a containerd config version cordon knows (1, 2 or 3)"),
     };
-    let mut options = Table::new();
-    options.insert("BinaryName".into(), binary.into());
     let mut runtime = Table::new();
-    runtime.insert("runtime_type".into(), "io.containerd.runc.v2".into());
-    runtime.insert("options".into(), Toml::Table(options));
+    if shim {
+        runtime.insert("runtime_type".into(), "io.containerd.cordon.v2".into());
+    } else {
+        let mut options = Table::new();
+        options.insert("BinaryName".into(), binary.into());
+        runtime.insert("runtime_type".into(), "io.containerd.runc.v2".into());
+        runtime.insert("options".into(), Toml::Table(options));
+    }
+    // cordon's annotations (org.cordon.policy, org.cordon.platform).
+    runtime.insert("pod_annotations".into(), Toml::Array(vec!["org.cordon.*".into()]));
     let mut edits = nest(&["plugins", plugin, "containerd", "runtimes", name], runtime);
     if set_version {
         edits.insert("version".into(), Toml::Integer(2));
@@ -479,6 +502,17 @@ mod tests {
     }
 
     // ----- containerd -----
+
+    #[test]
+    fn containerd_with_the_own_shim() {
+        let p = plan_with(Engine::Containerd, "", "cordon", BIN, true).unwrap();
+        let doc = parse_toml(written(&p)).unwrap();
+        let rt = cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon");
+        assert_eq!(rt["runtime_type"].as_str(), Some("io.containerd.cordon.v2"));
+        assert!(rt.get("options").is_none(), "no BinaryName with the own shim: {rt:?}");
+        assert_eq!(rt["pod_annotations"].as_array().map(Vec::len), Some(1));
+        assert_eq!(rt["pod_annotations"][0].as_str(), Some("org.cordon.*"));
+    }
 
     #[test]
     fn containerd_into_a_new_file_is_a_version_2_config() {

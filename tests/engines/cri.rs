@@ -1,0 +1,283 @@
+//! The Kubernetes path: containerd's CRI plugin with a RuntimeClass
+//! handler `cordon` (`runtime_type = "io.containerd.cordon.v2"`), driven
+//! by a small CRI client (the `k8s-cri` crate, RuntimeService v1 over
+//! containerd's socket) the way the kubelet drives it: RunPodSandbox with
+//! `runtime_handler: cordon`, CreateContainer, StartContainer, the
+//! container's log, then StopContainer, RemoveContainer, StopPodSandbox,
+//! RemovePodSandbox.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use hyper_util::rt::TokioIo;
+use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
+use k8s_cri::v1::*;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+use super::*;
+
+/// The RuntimeClass handler name.
+const HANDLER: &str = "cordon";
+/// containerd's namespace for CRI.
+const K8S_NS: &str = "k8s.io";
+
+/// containerd config for the CRI plugin: the `cordon` handler on cordon's
+/// shim (pod annotations `org.cordon.*` passed through, so a pod picks its
+/// policy), the local sandbox image, CNI dirs inside `d` (none
+/// configured: pods use the host network), `restrict_oom_score_adj` since
+/// CAP_SYS_RESOURCE is missing here.
+pub(super) fn cri_config(d: &Path) -> String {
+    format!(
+        r#"[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "docker.io/library/cordon-pause:latest"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{HANDLER}]
+      runtime_type = "io.containerd.cordon.v2"
+      pod_annotations = ["org.cordon.*"]
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{d}/cni/bin"
+    conf_dir = "{d}/cni/conf"
+"#,
+        d = d.display()
+    )
+}
+
+/// A blocking CRI client: each call runs on a current-thread runtime.
+struct Cri {
+    rt: tokio::runtime::Runtime,
+    client: RuntimeServiceClient<Channel>,
+}
+
+impl Cri {
+    fn connect(sock: &Path) -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let sock = sock.to_path_buf();
+        let channel = rt
+            .block_on(async move {
+                Endpoint::try_from("http://[::]:50051")
+                    .expect("endpoint")
+                    .connect_with_connector(tower::service_fn(move |_: Uri| {
+                        let sock = sock.clone();
+                        async move {
+                            Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(sock).await?))
+                        }
+                    }))
+                    .await
+            })
+            .expect("connect to containerd's CRI socket");
+        Cri {
+            rt,
+            client: RuntimeServiceClient::new(channel),
+        }
+    }
+}
+
+/// Runs one CRI call: `cri!(c, method, Request { .. })` → the response
+/// message, or a panic naming the call and the status.
+macro_rules! cri {
+    ($c:expr, $method:ident, $req:expr) => {{
+        let c: &mut Cri = &mut $c;
+        let fut = c.client.$method($req);
+        match c.rt.block_on(async { tokio::time::timeout(CMD_TIMEOUT, fut).await }) {
+            Ok(Ok(r)) => r.into_inner(),
+            Ok(Err(status)) => panic!("CRI {}: {}", stringify!($method), status),
+            Err(_) => panic!("CRI {}: no answer within {CMD_TIMEOUT:?}", stringify!($method)),
+        }
+    }};
+}
+
+/// A pod with `runtime_handler: cordon` and policy `audit` from a pod
+/// annotation: the container's output reaches its CRI log, its syscalls
+/// show in cordon's audit trail (execve too, which only the `audit`
+/// policy records), cordon's state names the policy, and the teardown
+/// leaves nothing behind.
+#[test]
+fn cri_pod_with_runtime_handler_cordon() {
+    let _g = serial();
+    let c = Containerd::start_with(true);
+    require_shim(&c);
+    c.import_image(K8S_NS, "cordon-pause");
+    c.import_image(K8S_NS, "cordon-busybox");
+    let mut cri = Cri::connect(&c.sock);
+
+    let v = cri!(cri, version, VersionRequest { version: "v1".into() });
+    assert_eq!(v.runtime_name, "containerd", "CRI version: {v:?}");
+
+    let logs = c.dir.as_ref().unwrap().path().join("pod-logs");
+    fs::create_dir_all(&logs).unwrap();
+    let name = unique("cri-pod");
+    let sandbox_config = PodSandboxConfig {
+        metadata: Some(PodSandboxMetadata {
+            name: name.clone(),
+            uid: format!("uid-{name}"),
+            namespace: "default".into(),
+            attempt: 0,
+        }),
+        log_directory: logs.to_string_lossy().into_owned(),
+        annotations: HashMap::from([("org.cordon.policy".to_string(), "audit".to_string())]),
+        linux: Some(LinuxPodSandboxConfig {
+            security_context: Some(LinuxSandboxSecurityContext {
+                namespace_options: Some(NamespaceOption {
+                    network: NamespaceMode::Node as i32,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let pod = cri!(
+        cri,
+        run_pod_sandbox,
+        RunPodSandboxRequest {
+            config: Some(sandbox_config.clone()),
+            runtime_handler: HANDLER.into(),
+        }
+    )
+    .pod_sandbox_id;
+    let st = cri!(
+        cri,
+        pod_sandbox_status,
+        PodSandboxStatusRequest {
+            pod_sandbox_id: pod.clone(),
+            verbose: false,
+        }
+    );
+    let status = st.status.expect("sandbox status");
+    assert_eq!(
+        status.state,
+        PodSandboxState::SandboxReady as i32,
+        "sandbox: {status:?}"
+    );
+    assert_eq!(status.runtime_handler, HANDLER, "sandbox: {status:?}");
+
+    let ctr = cri!(
+        cri,
+        create_container,
+        CreateContainerRequest {
+            pod_sandbox_id: pod.clone(),
+            config: Some(ContainerConfig {
+                metadata: Some(ContainerMetadata {
+                    name: "app".into(),
+                    attempt: 0,
+                }),
+                image: Some(ImageSpec {
+                    image: "docker.io/library/cordon-busybox:latest".into(),
+                    ..Default::default()
+                }),
+                command: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "uname -r; echo cri-ok; exec sleep 1000".into()
+                ],
+                log_path: "app.log".into(),
+                ..Default::default()
+            }),
+            sandbox_config: Some(sandbox_config),
+        }
+    )
+    .container_id;
+    cri!(
+        cri,
+        start_container,
+        StartContainerRequest {
+            container_id: ctr.clone(),
+        }
+    );
+
+    // The CRI log ("<time> stdout F <line>") shows the emulated uname.
+    let log = logs.join("app.log");
+    let seen = poll(|| {
+        let text = fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        if text.contains("cri-ok") {
+            Ok(text)
+        } else {
+            Err(format!("log so far: {text:?}"))
+        }
+    });
+    let text = seen.unwrap_or_else(|e| panic!("container log: {e}\n{}", c.diagnostics()));
+    assert!(
+        text.lines().any(|l| l.ends_with(&format!("stdout F {CORDON_RELEASE}"))),
+        "expected the log to show {CORDON_RELEASE}:\n{text}"
+    );
+
+    // cordon ran it, under the pod's policy, and audited its syscalls.
+    let root = c.shim_root().with_file_name(K8S_NS);
+    let st = c.cordon_in(&root, &["state", &ctr]);
+    assert!(st.success(), "cordon state {ctr}\n{st}\n{}", c.diagnostics());
+    let state: Value = serde_json::from_str(&st.stdout).expect("state JSON");
+    assert_eq!(
+        state["annotations"]["org.cordon.policy"], "audit",
+        "cordon state: {state}"
+    );
+    let audit = c.cordon_in(&root, &["audit", "--json", &ctr]);
+    assert!(
+        audit.success() && audit.stdout.contains("\"uname\"") && audit.stdout.contains("\"execve\""),
+        "expected the audit trail to record uname and execve\n{audit}\n{}",
+        c.diagnostics()
+    );
+
+    cri!(
+        cri,
+        stop_container,
+        StopContainerRequest {
+            container_id: ctr.clone(),
+            timeout: 1,
+        }
+    );
+    cri!(
+        cri,
+        remove_container,
+        RemoveContainerRequest {
+            container_id: ctr.clone(),
+        }
+    );
+    cri!(
+        cri,
+        stop_pod_sandbox,
+        StopPodSandboxRequest {
+            pod_sandbox_id: pod.clone(),
+        }
+    );
+    cri!(
+        cri,
+        remove_pod_sandbox,
+        RemovePodSandboxRequest {
+            pod_sandbox_id: pod.clone(),
+        }
+    );
+    let left = cri!(cri, list_pod_sandbox, ListPodSandboxRequest { filter: None });
+    assert!(left.items.iter().all(|p| p.id != pod), "sandbox still listed: {left:?}");
+    let res = poll(|| {
+        let ids = c
+            .cordon_in(&root, &["list", "-q"])
+            .stdout
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        let mut leaked: Vec<String> = ids.into_iter().filter(|i| *i == ctr || *i == pod).collect();
+        leaked.extend(
+            [&ctr, &pod]
+                .iter()
+                .filter(|i| cgroup_leaked(i))
+                .map(|i| format!("cgroup of {i}")),
+        );
+        if leaked.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("left behind: {leaked:?}"))
+        }
+    });
+    if let Err(e) = res {
+        panic!("{e}\n{}", c.diagnostics());
+    }
+}
