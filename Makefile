@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 CORDON := target/debug/cordon
 PROBES := target/probes
 
-.PHONY: all build release bundles probes images image-layouts test test-unit test-integration demo install fmt lint clean-bundles
+.PHONY: all build release bundles probes images image-layouts test test-unit test-ptrace test-integration demo install fmt lint clean-bundles fuzz fuzz-smoke
 
 all: build
 
@@ -39,7 +39,11 @@ test-unit:
 test-integration: bundles image-layouts
 	$(CARGO) test -p cordon-tests -- --test-threads=2
 
-test: build lint test-unit test-integration
+# The policy matrix again, every container on the ptrace platform.
+test-ptrace: bundles
+	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle -- --test-threads=2
+
+test: build lint test-unit test-integration test-ptrace
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -72,3 +76,22 @@ bench:
 bench-smoke:
 	$(CARGO) build --release -p cordon -p cordon-bench
 	target/release/cordon-bench --smoke --cordon target/release/cordon --out $(BENCH_OUT)
+
+# Fuzzing (fuzz/, cargo-fuzz): config.json validation, policy files, the
+# supervisor's decoders of container memory. fuzz-smoke runs every target
+# briefly (CI); fuzz runs each for FUZZ_SECONDS. See fuzz/README.md.
+FUZZ_SECONDS ?= 300
+
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tools/fuzz.sh
+
+fuzz-smoke:
+	bash tools/fuzz.sh --smoke
+
+# Soak (tests/soak), long form: 1,000 sequential run/delete cycles, 200
+# concurrent, 1,000 execs into one container, each checked for leftovers.
+# `make test` runs the short form. Root; builds the bundles first.
+.PHONY: soak
+
+soak: bundles
+	CORDON_SOAK=full $(CARGO) test -p cordon-tests --test soak -- --test-threads=2

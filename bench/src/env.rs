@@ -70,6 +70,9 @@ pub struct Runtime {
     pub policy: Option<String>,
     /// The bundle's `linux.seccomp` (none unless set).
     pub seccomp: Option<Value>,
+    /// cordon's platform annotation (`org.cordon.platform`): `cordon-ptrace*`
+    /// labels run on ptrace.
+    pub platform: Option<String>,
 }
 
 impl Runtime {
@@ -358,6 +361,7 @@ impl Env {
             root,
             policy: policy.map(str::to_string),
             seccomp: None,
+            platform: label.starts_with("cordon-ptrace").then(|| "ptrace".to_string()),
         }
     }
 
@@ -374,11 +378,12 @@ impl Env {
         rt
     }
 
-    /// The four lifecycle contenders: cordon (default), cordon with the
-    /// permissive policy, runc, crun.
+    /// The lifecycle contenders: cordon (default), cordon on the ptrace
+    /// platform, cordon with the permissive policy, runc, crun.
     pub fn contenders(&self) -> Vec<Runtime> {
         vec![
             self.runtime("cordon", Some("default")),
+            self.runtime("cordon-ptrace", Some("default")),
             self.runtime("cordon-permissive", Some("permissive")),
             self.runtime("runc", None),
             self.runtime("crun", None),
@@ -410,6 +415,9 @@ impl Env {
         }
         if let Some(p) = &rt.policy {
             c["annotations"]["org.cordon.policy"] = json!(p);
+        }
+        if let Some(p) = &rt.platform {
+            c["annotations"]["org.cordon.platform"] = json!(p);
         }
         let linux = c["linux"].as_object_mut().context("config.json has no linux section")?;
         // No bundle filter: what is measured is cordon's own (runc and crun

@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! policy = "default"          # built-in name or policy file, for containers without an annotation
-//! platform = "seccomp-notify" # the only platform so far
+//! platform = "seccomp-notify" # or "ptrace" (see `Platform`)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -99,12 +99,40 @@ impl RuntimeConfig {
     }
 }
 
+/// How the supervisor receives the syscalls a policy sends it (gVisor
+/// calls these platforms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    /// seccomp user notification (`SECCOMP_RET_USER_NOTIF`, a listener fd
+    /// per process; ADDFD installs emulated fds). The default.
+    SeccompNotify,
+    /// ptrace (`SECCOMP_RET_TRACE` stops of seized processes): for kernels
+    /// or sandboxes where a notify listener cannot be created.
+    Ptrace,
+}
+
+impl Platform {
+    /// The name used in config files and annotations.
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::SeccompNotify => "seccomp-notify",
+            Platform::Ptrace => "ptrace",
+        }
+    }
+
+    /// Parses a platform name; `origin` says where it came from.
+    pub fn parse(name: &str, origin: &str) -> Result<Self, ConfigError> {
+        match name {
+            "seccomp-notify" => Ok(Platform::SeccompNotify),
+            "ptrace" => Ok(Platform::Ptrace),
+            other => Err(ConfigError::Unsupported(format!(
+                "{origin}: platform {other:?} is not supported (supported: seccomp-notify, ptrace)"
+            ))),
+        }
+    }
+}
+
 /// Checks a platform name; `origin` says where it came from.
 pub fn check_platform(name: &str, origin: &str) -> Result<(), ConfigError> {
-    match name {
-        "seccomp-notify" => Ok(()),
-        other => Err(ConfigError::Unsupported(format!(
-            "{origin}: platform {other:?} is not supported (supported: seccomp-notify)"
-        ))),
-    }
+    Platform::parse(name, origin).map(|_| ())
 }

@@ -74,6 +74,12 @@ impl Drop for TempDir {
     }
 }
 
+/// The platform the suites run on (`$CORDON_TEST_PLATFORM`), if not the
+/// default.
+pub fn test_platform() -> Option<String> {
+    std::env::var("CORDON_TEST_PLATFORM").ok().filter(|p| !p.is_empty())
+}
+
 /// A test's world: a private state root and a bundle whose config.json is
 /// the shared bundle's, edited by the test, with an absolute rootfs path.
 pub struct Env {
@@ -101,11 +107,17 @@ impl Env {
         let mut config: serde_json::Value = serde_json::from_str(&text).unwrap();
         config["root"]["path"] = src.join("rootfs").to_string_lossy().into_owned().into();
         config["process"]["args"] = args.iter().map(|s| s.to_string()).collect::<Vec<_>>().into();
-        Env {
+        let mut env = Env {
             root: TempDir::new("root"),
             bundle: TempDir::new("bundle"),
             config,
+        };
+        // The suites run on both platforms: `CORDON_TEST_PLATFORM=ptrace`
+        // (make test-ptrace) puts every container on the ptrace platform.
+        if let Some(p) = test_platform() {
+            env.annotate("org.cordon.platform", &p);
         }
+        env
     }
 
     /// Writes config.json (call after editing `config`).
@@ -142,6 +154,14 @@ impl Env {
         self.write();
         let b = self.bundle.path().to_string_lossy().into_owned();
         self.cordon(&["run", "-b", &b, id])
+    }
+
+    /// Writes config.json and runs `cordon run --keep -b <bundle> <id>`
+    /// (the stopped container stays for `state` and `audit`).
+    pub fn run_keep(&self, id: &str) -> Output {
+        self.write();
+        let b = self.bundle.path().to_string_lossy().into_owned();
+        self.cordon(&["run", "--keep", "-b", &b, id])
     }
 
     /// Writes config.json and runs `cordon create -b <bundle> <id>`.
@@ -227,4 +247,254 @@ pub fn cgroup_leaked(id: &str) -> bool {
         .output()
         .unwrap();
     !out.stdout.is_empty()
+}
+
+// ---------------------------------------------------------------------------
+// Leak checks
+// ---------------------------------------------------------------------------
+
+/// Host pid of container `id`'s supervisor, from cordon's meta.json under
+/// state root `root` (`None` if there is none).
+pub fn supervisor_pid(root: &Path, id: &str) -> Option<i32> {
+    let meta = std::fs::read(root.join(".cordon").join(id).join("meta.json")).ok()?;
+    let meta: serde_json::Value = serde_json::from_slice(&meta).ok()?;
+    meta["supervisor_pid"].as_i64().map(|p| p as i32)
+}
+
+/// A field of /proc/PID/status without its unit ("VmRSS" -> 9216 for
+/// "VmRSS:  9216 kB"); `None` if the process or the field is gone.
+pub fn proc_status(pid: i32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// The names (comm) of the threads of process `pid`.
+pub fn thread_names(pid: i32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+/// This process's open fds, "N -> what it refers to" each (the directory
+/// handle that lists them left out). Only meaningful while no other test of
+/// the same binary runs (see [`serial`]).
+pub fn open_fds() -> std::collections::BTreeSet<String> {
+    let me = format!("/proc/{}/fd", std::process::id());
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let target = std::fs::read_link(e.path()).ok()?;
+            (target.as_os_str() != me.as_str())
+                .then(|| format!("{} -> {}", e.file_name().to_string_lossy(), target.display()))
+        })
+        .collect()
+}
+
+/// Asserts that this process has no fd open now that it did not have when
+/// `before` was taken ([`open_fds`]): nothing the test ran leaked one.
+#[track_caller]
+pub fn assert_no_new_fds(before: &std::collections::BTreeSet<String>) {
+    let new: Vec<String> = open_fds().difference(before).cloned().collect();
+    assert!(new.is_empty(), "fds left open: {new:?} (before: {before:?})");
+}
+
+/// Serializes the tests of one test binary that take it (their fd counts
+/// and load must not mix). A failed test does not poison it for the others.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `text` names `id` as a whole argument or path component
+/// (`/cordon/<id>`, `<id>`), not as part of a longer name.
+fn names(text: &str, id: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || c == '/' || c == '\0' || c == ':')
+        .any(|w| w == id)
+}
+
+/// Every cgroup directory under /sys/fs/cgroup (each v1 hierarchy and the
+/// unified one), a few levels deep.
+fn cgroup_dir_list() -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                out.push(e.path());
+                if depth > 0 {
+                    walk(&e.path(), depth - 1, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new("/sys/fs/cgroup"), 4, &mut out);
+    out
+}
+
+/// A live process: pid, command line (spaces for NULs), /proc/PID/cgroup.
+struct Proc {
+    pid: String,
+    cmdline: String,
+    cgroup: String,
+}
+
+/// Every live process but this one (zombies are left out: their parent
+/// reaps them).
+fn live_processes() -> Vec<Proc> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if pid == me || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if matches!(stat.rsplit_once(") ").and_then(|(_, r)| r.get(..1)), Some("Z" | "X")) {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        out.push(Proc {
+            cmdline: String::from_utf8_lossy(&cmdline).replace('\0', " ").trim().to_string(),
+            cgroup: std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default(),
+            pid,
+        });
+    }
+    out
+}
+
+/// Live processes that belong to container `id`: its supervisor and
+/// watchdog, a `cordon create` or init that names it on its command line,
+/// every process whose cgroup path names it. "pid (command line)" each.
+pub fn processes_of(id: &str) -> Vec<String> {
+    live_processes()
+        .into_iter()
+        .filter(|p| p.cmdline.split(' ').any(|a| a == id) || p.cgroup.lines().any(|l| names(l, id)))
+        .map(|p| format!("{} ({})", p.pid, p.cmdline))
+        .collect()
+}
+
+/// Everything the containers `ids` under state root `root` left behind, one
+/// line per leftover (empty: nothing): entries in `cordon list`, state
+/// directories, mounts naming an id or one of `paths` (bundles), cgroup
+/// directories, processes (see [`processes_of`]).
+pub fn leftovers<S: AsRef<str>>(root: &Path, ids: &[S], paths: &[&Path]) -> Vec<String> {
+    let mut out = Vec::new();
+    let list = run_captured(Command::new(cordon_bin()).arg("--root").arg(root).args(["list", "-q"]));
+    if !list.status.success() {
+        out.push(format!("`cordon list` fails: {}", stderr(&list).trim()));
+    }
+    let listed = stdout(&list);
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let cgroups = cgroup_dir_list();
+    let procs = live_processes();
+    for p in paths {
+        let p = p.to_string_lossy();
+        for l in mountinfo.lines() {
+            if l.split(' ').any(|f| f == p || f.starts_with(&format!("{p}/"))) {
+                out.push(format!("mount of {p}: {l}"));
+            }
+        }
+    }
+    for id in ids {
+        let id = id.as_ref();
+        if listed.lines().any(|l| l == id) {
+            out.push(format!("{id}: listed by `cordon list`"));
+        }
+        for d in [root.join(id), root.join(".cordon").join(id)] {
+            if d.exists() {
+                out.push(format!("{id}: state directory {}", d.display()));
+            }
+        }
+        for l in mountinfo.lines().filter(|l| names(l, id)) {
+            out.push(format!("{id}: mount {l}"));
+        }
+        for d in cgroups.iter().filter(|d| d.file_name().is_some_and(|n| n == id)) {
+            out.push(format!("{id}: cgroup {}", d.display()));
+        }
+        for p in procs
+            .iter()
+            .filter(|p| p.cmdline.split(' ').any(|a| a == id) || p.cgroup.lines().any(|l| names(l, id)))
+        {
+            out.push(format!("{id}: process {} ({})", p.pid, p.cmdline));
+        }
+    }
+    out
+}
+
+/// Asserts that nothing of the containers `ids` is left under `root` and no
+/// mount names one of `paths` (see [`leftovers`]). Processes being killed
+/// take a moment to go: waits for them, failing after 30 s (a hang
+/// detector, not a time limit).
+#[track_caller]
+pub fn assert_no_leftovers<S: AsRef<str>>(root: &Path, ids: &[S], paths: &[&Path]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = leftovers(root, ids, paths);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind:\n{}",
+            left.join("\n")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+impl Env {
+    /// [`assert_no_leftovers`] for `ids` under this environment's root, also
+    /// checking that no mount names its bundle.
+    #[track_caller]
+    pub fn assert_no_leftovers<S: AsRef<str>>(&self, ids: &[S]) {
+        assert_no_leftovers(self.root.path(), ids, &[self.bundle.path()]);
+    }
+
+    /// Host pid of container `id`'s supervisor (panics if it has none).
+    #[track_caller]
+    pub fn supervisor_pid(&self, id: &str) -> i32 {
+        supervisor_pid(self.root.path(), id).unwrap_or_else(|| panic!("{id} has no supervisor pid in meta.json"))
+    }
+}
+
+/// Polls `f` every 20 ms until it returns `Ok`; panics after `timeout` (a
+/// hang detector) naming `what` and the last `Err`.
+#[track_caller]
+pub fn wait_until<T>(what: &str, timeout: std::time::Duration, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(last) => assert!(
+                std::time::Instant::now() < deadline,
+                "timed out after {timeout:?} waiting for {what}; last: {last}"
+            ),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Whether host pid `pid` is a live (not zombie) process.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !matches!(s.rsplit_once(") ").and_then(|(_, r)| r.get(..1)), Some("Z" | "X")),
+        Err(_) => false,
+    }
+}
+
+/// Sends `sig` to host pid `pid`.
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) has no memory effects.
+    let r = unsafe { libc::kill(pid, sig) };
+    assert_eq!(r, 0, "kill({pid}, {sig}): {}", std::io::Error::last_os_error());
 }

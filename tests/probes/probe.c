@@ -31,7 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -953,6 +956,362 @@ static int cmd_caps(int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------------ */
+/* load and races on the supervisor                                        */
+/* ------------------------------------------------------------------------ */
+
+/* One round of intercepted calls: uname, then open + close of /etc/hostname.
+ * Returns 0, or the errno of the first call that failed. */
+static int intercepted_round(void)
+{
+    struct utsname u;
+    if (uname(&u) < 0)
+        return errno ? errno : EIO;
+    int fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno ? errno : EIO;
+    close(fd);
+    return 0;
+}
+
+/* Threads with small stacks: hundreds of them fit any memory limit. */
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 128 * 1024);
+    int e = pthread_create(t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    return e;
+}
+
+static atomic_long sig_handled;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&sig_handled, 1);
+}
+
+/* SIGUSR1 -> on_usr1, with SA_RESTART: interrupted syscalls restart. */
+static void install_usr1(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* The state letter of thread `tid` of this process (/proc/self/task/TID/stat),
+ * or '?' if it cannot be read. */
+static char thread_state(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return '?';
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return '?';
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static atomic_long flood_calls;
+static atomic_long flood_failed;
+static atomic_long flood_started;
+
+static void *flood_worker(void *arg)
+{
+    (void)arg;
+    for (int first = 1;; first = 0) {
+        if (intercepted_round() == 0)
+            atomic_fetch_add(&flood_calls, 1);
+        else
+            atomic_fetch_add(&flood_failed, 1);
+        if (first)
+            atomic_fetch_add(&flood_started, 1);
+    }
+    return NULL;
+}
+
+/* flood N: N threads repeat intercepted_round() (uname, open + close of
+ * /etc/hostname) until the process is killed. Prints "flooding" once every
+ * thread has finished a round, then "rounds=<n> failed=<n>" every 100 ms. */
+static int cmd_flood(int argc, char **argv)
+{
+    long n;
+    if (argc != 3 || parse_long(argv[2], &n) < 0 || n < 1 || n > 4096)
+        return usage("flood N");
+    for (long i = 0; i < n; i++) {
+        pthread_t t;
+        int e = start_thread(&t, flood_worker, NULL);
+        if (e) {
+            fprintf(stderr, "%s: pthread_create: %s\n", prog, strerror(e));
+            return report(-1, e), 1;
+        }
+    }
+    while (atomic_load(&flood_started) < n)
+        sleep_ms(10);
+    out("flooding");
+    for (;;) {
+        sleep_ms(100);
+        out("rounds=%ld failed=%ld", atomic_load(&flood_calls), atomic_load(&flood_failed));
+    }
+}
+
+static const char *fifo_path;
+static atomic_long fifo_ok;
+static atomic_long fifo_eagain;
+static atomic_long fifo_other;
+
+static void *fifo_reader(void *arg)
+{
+    (void)arg;
+    int fd = open(fifo_path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        atomic_fetch_add(&fifo_ok, 1);
+    } else if (errno == EAGAIN) {
+        atomic_fetch_add(&fifo_eagain, 1);
+    } else {
+        atomic_fetch_add(&fifo_other, 1);
+    }
+    return NULL;
+}
+
+/* fifo-flood PATH N: N threads open the FIFO PATH for reading at once (each
+ * open waits for a writer). Whenever the counts change, prints
+ * "ok=<opened> eagain=<n> other=<n>"; exits once every thread has returned,
+ * with 1 if any open failed with something other than EAGAIN. */
+static int cmd_fifo_flood(int argc, char **argv)
+{
+    long n;
+    if (argc != 4 || parse_long(argv[3], &n) < 0 || n < 1 || n > 4096)
+        return usage("fifo-flood PATH N");
+    fifo_path = argv[2];
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    if (!t)
+        return report(-1, ENOMEM), 1;
+    for (long i = 0; i < n; i++) {
+        int e = start_thread(&t[i], fifo_reader, NULL);
+        if (e) {
+            fprintf(stderr, "%s: pthread_create: %s\n", prog, strerror(e));
+            return report(-1, e), 1;
+        }
+    }
+    long last = -1;
+    for (;;) {
+        long ok = atomic_load(&fifo_ok), again = atomic_load(&fifo_eagain),
+             other = atomic_load(&fifo_other);
+        if (ok + again + other != last) {
+            out("ok=%ld eagain=%ld other=%ld", ok, again, other);
+            last = ok + again + other;
+        }
+        if (last == n)
+            break;
+        sleep_ms(10);
+    }
+    for (long i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    return atomic_load(&fifo_other) ? 1 : 0;
+}
+
+/* The thread that leaves a call pending: open(fifo_path, O_RDONLY). */
+static atomic_int pending_tid;
+static atomic_int pending_done;
+static atomic_int pending_errno;
+
+static void *pending_reader(void *arg)
+{
+    (void)arg;
+    atomic_store(&pending_tid, (int)syscall(SYS_gettid));
+    int fd = open(fifo_path, O_RDONLY | O_CLOEXEC);
+    atomic_store(&pending_errno, fd < 0 ? errno : 0);
+    atomic_store(&pending_done, 1);
+    return NULL;
+}
+
+/* Starts pending_reader and signals it (SIGUSR1, SA_RESTART) until the
+ * supervisor has received its open: a call it has received sleeps killable
+ * once a signal woke it ("D" in /proc). Returns 0, or an errno: the open
+ * returned (its errno, or EEXIST if it succeeded), or ETIMEDOUT after 10 s. */
+static int start_pending(pthread_t *t)
+{
+    install_usr1();
+    int e = start_thread(t, pending_reader, NULL);
+    if (e)
+        return e;
+    while (!atomic_load(&pending_tid))
+        sleep_ms(1);
+    pid_t tid = atomic_load(&pending_tid);
+    for (int i = 0; i < 10000; i++) {
+        if (atomic_load(&pending_done))
+            return atomic_load(&pending_errno) ? atomic_load(&pending_errno) : EEXIST;
+        pthread_kill(*t, SIGUSR1);
+        if (thread_state(tid) == 'D')
+            return 0;
+        sleep_ms(1);
+    }
+    return ETIMEDOUT;
+}
+
+/* One round of `pending`: leaves an open of fifo_path pending in the
+ * supervisor (see start_pending), gives its handler time to start the open
+ * (20 ms), and checks that a forked child still gets an intercepted uname
+ * and open answered. Returns 0, or prints "err <ERRNO> round <i>" and
+ * returns 1. */
+static int pending_round(long round)
+{
+    pthread_t t;
+    int e = start_pending(&t);
+    if (e) {
+        out("err %s round %ld", errno_name(e), round);
+        return 1;
+    }
+    sleep_ms(20);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(intercepted_round() ? 1 : 0);
+    int st = 0;
+    while (child > 0 && waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (child < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        out("err %s round %ld (forked child)", child < 0 ? errno_name(errno) : "EIO", round);
+        return 1;
+    }
+    return 0;
+}
+
+/* pending FIFO exec|exit N: N rounds, each leaving an open of FIFO (which no
+ * writer ever opens) pending in the supervisor and going away under it:
+ * `exec` re-executes `probe pending FIFO exec N-1` (the exec kills the
+ * waiting thread); `exit` runs each round in a forked child that exits with
+ * the open still pending. Prints "ok" after the last round; "err <ERRNO>
+ * round <i>" and exit 1 if a pending open returned (EAGAIN: the supervisor
+ * ran out of blocked-call slots) or a forked child failed. */
+static int cmd_pending(int argc, char **argv)
+{
+    long n;
+    if (argc != 5 || (strcmp(argv[3], "exec") && strcmp(argv[3], "exit")) ||
+        parse_long(argv[4], &n) < 0 || n < 0)
+        return usage("pending FIFO exec|exit N");
+    fifo_path = argv[2];
+    if (strcmp(argv[3], "exit") == 0) {
+        for (long i = n; i > 0; i--) {
+            fflush(stdout);
+            pid_t c = fork();
+            if (c == 0)
+                _exit(pending_round(i)); /* the pending open dies with the child */
+            int st = 0;
+            while (c > 0 && waitpid(c, &st, 0) < 0 && errno == EINTR)
+                ;
+            if (c < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                return 1;
+        }
+        out("ok");
+        return 0;
+    }
+    if (n == 0) {
+        out("ok");
+        return 0;
+    }
+    if (pending_round(n))
+        return 1;
+    char next[32];
+    snprintf(next, sizeof next, "%ld", n - 1);
+    char *args[] = {argv[0], argv[1], argv[2], argv[3], next, NULL};
+    fflush(stdout);
+    execv("/proc/self/exe", args);
+    out("err %s exec", errno_name(errno));
+    return 1;
+}
+
+/* sig-fifo FIFO K: a thread opens FIFO for reading; the main thread sends it
+ * SIGUSR1 (an SA_RESTART handler) until the supervisor has received that
+ * open, K more times, then opens FIFO for writing, which completes the
+ * reader's open. Prints "ok signals=<handled>", or "err <ERRNO>" (EINTR
+ * included) and exits 1 if the reader's open failed. */
+static int cmd_sig_fifo(int argc, char **argv)
+{
+    long k;
+    if (argc != 4 || parse_long(argv[3], &k) < 0 || k < 0)
+        return usage("sig-fifo FIFO K");
+    fifo_path = argv[2];
+    pthread_t t;
+    int e = start_pending(&t);
+    if (e)
+        return report(-1, e), 1;
+    for (long i = 0; i < k; i++) {
+        pthread_kill(t, SIGUSR1);
+        sleep_ms(1);
+    }
+    int w = open(fifo_path, O_WRONLY | O_CLOEXEC);
+    if (w < 0) {
+        fprintf(stderr, "%s: open %s for writing: %s\n", prog, fifo_path, strerror(errno));
+        return report(-1, errno), 1;
+    }
+    pthread_join(t, NULL);
+    close(w);
+    e = atomic_load(&pending_errno);
+    if (e)
+        return report(-1, e), 1;
+    out("ok signals=%ld", atomic_load(&sig_handled));
+    return 0;
+}
+
+/* sig-storm N M: `threads N M` while the main thread sends SIGUSR1 (an
+ * SA_RESTART handler) to the workers in turn, 1 ms apart, until they are
+ * done. Prints "ok <iterations> signals=<handled>"; on any failed call
+ * (EINTR included) "err <FIRST_ERRNO> ok=<n> failed=<n>" and exits 1. */
+static int cmd_sig_storm(int argc, char **argv)
+{
+    long nthreads, iters;
+    if (argc != 4 || parse_long(argv[2], &nthreads) < 0 || parse_long(argv[3], &iters) < 0 ||
+        nthreads < 1 || nthreads > 4096 || iters < 0)
+        return usage("sig-storm N M");
+    install_usr1();
+    threads_iters = iters;
+    pthread_t *t = calloc((size_t)nthreads, sizeof *t);
+    if (!t)
+        return report(-1, ENOMEM), 1;
+    for (long i = 0; i < nthreads; i++) {
+        int e = start_thread(&t[i], threads_worker, NULL);
+        if (e) {
+            fprintf(stderr, "%s: pthread_create: %s\n", prog, strerror(e));
+            return report(-1, e), 1;
+        }
+    }
+    long sent = 0;
+    while (atomic_load(&threads_ok) + atomic_load(&threads_failed) < nthreads * iters) {
+        pthread_kill(t[sent++ % nthreads], SIGUSR1);
+        sleep_ms(1);
+    }
+    for (long i = 0; i < nthreads; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    long ok = atomic_load(&threads_ok), failed = atomic_load(&threads_failed);
+    if (failed) {
+        out("err %s ok=%ld failed=%ld", errno_name(atomic_load(&threads_first_err)), ok, failed);
+        return 1;
+    }
+    out("ok %ld signals=%ld", ok, atomic_load(&sig_handled));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* dispatch                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -961,6 +1320,62 @@ struct subcommand {
     int (*fn)(int argc, char **argv); /* argv[0]=prog, argv[1]=name */
     const char *args;
 };
+
+/* with-listener CMD...: install an allow-all seccomp filter with a notify
+ * listener (as another sandbox around cordon would), then exec CMD. A
+ * listener already in the chain makes every later NEW_LISTENER fail with
+ * EBUSY. Prints nothing itself unless it fails. */
+static int cmd_with_listener(int argc, char **argv)
+{
+    if (argc < 3)
+        return usage("with-listener CMD [ARGS...]");
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {.len = 1, .filter = &allow};
+    long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    if (fd < 0) {
+        report(-1, errno);
+        return 1;
+    }
+    /* The listener is close-on-exec, and a filter's listener only counts
+     * while its fd is open: a child keeps it until this process ends. */
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        for (;;)
+            pause();
+    }
+    close((int)fd);
+    execvp(argv[2], argv + 2);
+    report(-1, errno);
+    return 1;
+}
+
+static char **thread_exec_argv;
+
+static void *thread_exec_main(void *arg)
+{
+    (void)arg;
+    execvp(thread_exec_argv[0], thread_exec_argv);
+    report(-1, errno);
+    _exit(1);
+}
+
+/* thread-exec CMD...: a second thread execs CMD while the first waits (the
+ * kernel ends every other thread and the exec'ing one takes the pid). */
+static int cmd_thread_exec(int argc, char **argv)
+{
+    if (argc < 3)
+        return usage("thread-exec CMD [ARGS...]");
+    thread_exec_argv = argv + 2;
+    pthread_t t;
+    if (pthread_create(&t, NULL, thread_exec_main, NULL) != 0)
+        return 1;
+    for (;;)
+        pause();
+}
 
 static const struct subcommand subcommands[] = {
     {"syscall", cmd_syscall, "NR [A0 .. A5]"},
@@ -989,6 +1404,13 @@ static const struct subcommand subcommands[] = {
     {"exit", cmd_exit, "CODE"},
     {"kill-self", cmd_kill_self, "SIG"},
     {"caps", cmd_caps, ""},
+    {"flood", cmd_flood, "N"},
+    {"fifo-flood", cmd_fifo_flood, "PATH N"},
+    {"pending", cmd_pending, "FIFO exec|exit N"},
+    {"sig-fifo", cmd_sig_fifo, "FIFO K"},
+    {"sig-storm", cmd_sig_storm, "N M"},
+    {"with-listener", cmd_with_listener, "CMD [ARGS...]"},
+    {"thread-exec", cmd_thread_exec, "CMD [ARGS...]"},
 };
 
 int main(int argc, char **argv)

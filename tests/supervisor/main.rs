@@ -296,7 +296,7 @@ fn egress_policy_on_connect_sendto_sendmsg() {
     let lines = sh(
         &env,
         &id,
-        "probe listen 8080 >/dev/null & probe listen 8081 >/dev/null & sleep 0.3; \
+        "probe listen 8080 >/dev/null & probe listen 8081 >/dev/null & sleep 1; \
          probe connect 127.0.0.1 8080; probe connect 127.0.0.1 8081; probe connect 127.0.0.2 8080; \
          probe connect 169.254.169.254 80; probe udp 127.0.0.1 9; probe udp 127.0.0.2 9; \
          probe udpmsg 127.0.0.1 9; probe udpmsg 127.0.0.2 9; probe udpmsg 169.254.169.254 53; kill %1 %2",

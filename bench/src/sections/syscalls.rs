@@ -127,6 +127,34 @@ fn configs(env: &Env) -> Vec<Config> {
             ],
         },
         Config {
+            name: "cordon-ptrace (default)",
+            kind: Kind::Container(env.runtime("cordon-ptrace", Some("default"))),
+            tests: vec![
+                t(
+                    "getppid",
+                    "getppid",
+                    T_NATIVE,
+                    "not intercepted (allowed in BPF)",
+                    Some("OK"),
+                ),
+                t("uname", "uname", T_TRIP, "emulated at a ptrace stop", Some("OK")),
+                t(
+                    "open",
+                    "open:/bench/data",
+                    T_OPEN,
+                    "emulated open (openat2 + fd injected by 6 syscalls in the tracee) + close",
+                    Some("OK"),
+                ),
+                t(
+                    "open-denied",
+                    "open:/proc/kallsyms",
+                    T_OPEN,
+                    "denied at a ptrace stop (path rule)",
+                    Some("EACCES"),
+                ),
+            ],
+        },
+        Config {
             name: "cordon (getppid audited)",
             kind: Kind::Container(audit),
             tests: vec![t(

@@ -116,6 +116,7 @@ fn once(env: &Env, rt: &Runtime, w: &Workload) -> anyhow::Result<(f64, f64)> {
 pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
     let rts = vec![
         env.runtime("cordon", Some("default")),
+        env.runtime("cordon-ptrace", Some("default")),
         env.runtime("cordon-permissive", Some("permissive")),
         env.runtime("runc", None),
     ];

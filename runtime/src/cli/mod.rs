@@ -163,6 +163,12 @@ pub struct SuperviseArgs {
     /// Readiness pipe fd
     #[arg(long)]
     pub ready_fd: Option<i32>,
+    /// Platform: seccomp-notify or ptrace
+    #[arg(long, default_value = "seccomp-notify")]
+    pub platform: String,
+    /// Why cordon fell back to this platform (recorded in the audit trail)
+    #[arg(long)]
+    pub fallback: Option<String>,
 }
 
 /// Runs the parsed command; returns the process exit code.
@@ -209,6 +215,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 policy: a.policy,
                 hostname: a.hostname,
                 ready_fd: a.ready_fd,
+                platform: cordon::config::Platform::parse(&a.platform, "--platform")?,
+                fallback: a.fallback,
             })?;
             Ok(0)
         }

@@ -114,12 +114,13 @@ impl Runtime {
         }
         let (policy_name, platform) = self.choose_policy(&spec)?;
         let policy = Policy::load(&policy_name)?;
-        let prog = crate::filter::compile(&policy);
+        let (platform, fallback) = choose_platform(&platform, &policy)?;
+        let prog = crate::filter::compile_for(&policy, platform);
 
         let dir = self.cordon_dir(&opts.id);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
-        let result = self.create_inner(opts, &bundle, spec, &policy, &policy_name, &platform, prog);
+        let result = self.create_inner(opts, &bundle, spec, &policy, &policy_name, (platform, fallback), prog);
         if result.is_err() {
             if let Some(pid) = self.meta(&opts.id).supervisor_pid {
                 super::kill_supervisor(pid, &opts.id);
@@ -143,7 +144,7 @@ impl Runtime {
         spec: Spec,
         policy: &Policy,
         policy_name: &str,
-        platform: &str,
+        (platform, fallback): (crate::config::Platform, Option<String>),
         prog: Vec<libc::sock_filter>,
     ) -> Result<Container> {
         let dir = self.cordon_dir(&opts.id);
@@ -151,14 +152,20 @@ impl Runtime {
         let mut meta = Meta {
             bundle: bundle.to_path_buf(),
             policy: policy_name.to_string(),
-            platform: platform.to_string(),
+            platform: platform.name().to_string(),
             supervisor_pid: None,
+            fallback: fallback.clone(),
         };
         let sock = if policy.needs_supervisor() {
             let hostname = spec.hostname().clone().unwrap_or_default();
-            let pid = spawn_supervisor(&opts.id, &dir, policy_name, &hostname)?;
+            let pid = spawn_supervisor(&opts.id, &dir, policy_name, &hostname, platform, fallback.as_deref())?;
             meta.supervisor_pid = Some(pid);
-            self.save_meta(&opts.id, &meta)?;
+            if let Err(e) = self.save_meta(&opts.id, &meta) {
+                // meta.json is what `create`'s cleanup and `delete` find the
+                // supervisor by: without it, stop the supervisor here.
+                super::kill_supervisor(pid, &opts.id);
+                return Err(e);
+            }
             Some(crate::supervisor::connect(&dir).map_err(io("connect to the supervisor"))?)
         } else {
             self.save_meta(&opts.id, &meta)?;
@@ -168,6 +175,7 @@ impl Runtime {
             prog,
             supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
             role: Role::Init,
+            platform,
         };
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
@@ -241,7 +249,7 @@ impl Runtime {
         let shadow = self.cordon_dir(id).join("bundle");
         std::fs::create_dir_all(&shadow).map_err(io("create shadow bundle"))?;
         spec.save(shadow.join("config.json"))
-            .map_err(|e| Error::Other(format!("write shadow config.json: {e}")))?;
+            .map_err(|e| Error::Other(format!("write shadow config.json: {}", super::chain(&e))))?;
         Ok(shadow)
     }
 
@@ -264,7 +272,9 @@ impl Runtime {
             meta.policy.clone()
         };
         let policy = Policy::load(&policy_name)?;
-        let prog = crate::filter::compile(&policy);
+        let platform = crate::config::Platform::parse(&meta.platform, "meta.json platform")
+            .unwrap_or(crate::config::Platform::SeccompNotify);
+        let prog = crate::filter::compile_for(&policy, platform);
         let sock = if policy.needs_supervisor() {
             Some(
                 crate::supervisor::connect(&self.cordon_dir(&opts.id))
@@ -277,6 +287,7 @@ impl Runtime {
             prog,
             supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
             role: Role::Exec,
+            platform,
         };
         let env = opts.env.iter().cloned().collect();
         // libcontainer builds a tenant's process from arguments without a
@@ -383,10 +394,38 @@ fn loopback_up(pid: i32) -> std::io::Result<()> {
     .map_err(|_| std::io::Error::other("loopback thread panicked"))?
 }
 
+/// The platform a container runs on: the one asked for, except that
+/// seccomp-notify falls back to ptrace when this process cannot create a
+/// notify listener (its descendants, the container's processes, inherit
+/// its filters and could not either). Returns the platform and, after a
+/// fallback, why.
+fn choose_platform(name: &str, policy: &Policy) -> Result<(crate::config::Platform, Option<String>)> {
+    use crate::config::Platform;
+    let asked = Platform::parse(name, "platform")?;
+    if asked == Platform::Ptrace || !policy.needs_supervisor() {
+        return Ok((asked, None));
+    }
+    match crate::sys::ptrace::probe_notify() {
+        Ok(()) => Ok((asked, None)),
+        Err(e) => {
+            let why = format!("cannot create a seccomp notify listener: {e}");
+            tracing::warn!("{why}; falling back to the ptrace platform");
+            Ok((Platform::Ptrace, Some(why)))
+        }
+    }
+}
+
 /// Starts `cordon supervise` for container `id` and waits until it listens.
 /// Returns its pid. The supervisor runs in its own session with stdio on
 /// /dev/null and its log, and inherits no fd but the readiness pipe.
-fn spawn_supervisor(id: &str, dir: &Path, policy: &str, hostname: &str) -> Result<i32> {
+fn spawn_supervisor(
+    id: &str,
+    dir: &Path,
+    policy: &str,
+    hostname: &str,
+    platform: crate::config::Platform,
+    fallback: Option<&str>,
+) -> Result<i32> {
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::Io {
         what: "pipe".into(),
         source: e.into(),
@@ -407,7 +446,12 @@ fn spawn_supervisor(id: &str, dir: &Path, policy: &str, hostname: &str) -> Resul
         .arg(hostname)
         .arg("--ready-fd")
         .arg("3")
-        .arg("--")
+        .arg("--platform")
+        .arg(platform.name());
+    if let Some(why) = fallback {
+        cmd.arg("--fallback").arg(why);
+    }
+    cmd.arg("--")
         .arg(id)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -33,6 +33,8 @@ pub struct CordonExecutor {
     pub supervisor: Option<RawFd>,
     /// Init or exec.
     pub role: Role,
+    /// How the supervisor receives calls (what `prog` was compiled for).
+    pub platform: crate::config::Platform,
 }
 
 impl Executor for CordonExecutor {
@@ -51,7 +53,7 @@ impl Executor for CordonExecutor {
                 // and this process inherited; nothing else in this process
                 // uses it, and it is closed right below.
                 let mut sock = ManuallyDrop::new(unsafe { UnixStream::from_raw_fd(fd) });
-                let r = handshake::attach(&mut sock, self.role, &self.prog);
+                let r = handshake::attach(&mut sock, self.role, &self.prog, self.platform);
                 // SAFETY: `sock` is not used after this point.
                 unsafe { ManuallyDrop::drop(&mut sock) };
                 r.map_err(|e| ExecutorError::Other(format!("cordon: cannot attach to the supervisor: {e}")))?;

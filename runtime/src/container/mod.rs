@@ -133,6 +133,9 @@ pub struct Meta {
     pub platform: String,
     /// Host pid of the supervisor, if one runs.
     pub supervisor_pid: Option<i32>,
+    /// Why the platform is not the one asked for (a fallback to ptrace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// The OCI state of a container, as `runc state` prints it.
@@ -269,6 +272,9 @@ impl Runtime {
         if !meta.policy.is_empty() {
             annotations.insert(crate::config::POLICY_ANNOTATION.into(), meta.policy.clone());
             annotations.insert(crate::config::PLATFORM_ANNOTATION.into(), meta.platform.clone());
+            if let Some(why) = &meta.fallback {
+                annotations.insert(format!("{}-fallback", crate::config::PLATFORM_ANNOTATION), why.clone());
+            }
         }
         let status = c.status();
         StateJson {
@@ -386,7 +392,39 @@ impl Runtime {
     /// Freezes the container (`runc pause`).
     pub fn pause(&self, id: &str) -> Result<()> {
         let _lock = self.lock(id, true);
-        self.load(id)?.pause().map_err(lib(format!("pause {id:?}")))
+        let mut c = self.load(id)?;
+        let Err(e) = c.pause() else { return Ok(()) };
+        let e = lib(format!("pause {id:?}"))(e);
+        // A call the supervisor has received waits killable
+        // (WAIT_KILLABLE_RECV), and the freezer cannot freeze it until the
+        // supervisor answers: say so rather than leave "unable to freeze".
+        match self.calls_in_supervisor(&c) {
+            0 => Err(e),
+            n => Err(Error::Other(format!(
+                "{e}: {n} call(s) of the container wait in its supervisor (an open of a FIFO, a blocking \
+                 connect) and cannot be frozen until they return"
+            ))),
+        }
+    }
+
+    /// How many threads of container `c` wait for their supervisor's answer.
+    fn calls_in_supervisor(&self, c: &Container) -> usize {
+        use libcgroups::common::CgroupManager;
+        let Ok(pids) = self
+            .cgroup_manager(c)
+            .and_then(|m| m.get_all_pids().map_err(|e| Error::Other(e.to_string())))
+        else {
+            return 0;
+        };
+        pids.iter()
+            .flat_map(|p| {
+                std::fs::read_dir(format!("/proc/{p}/task"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .filter(|t| std::fs::read_to_string(t.path().join("wchan")).is_ok_and(|w| w.starts_with("seccomp")))
+            .count()
     }
 
     /// Thaws the container (`runc resume`).

@@ -59,20 +59,50 @@ pub fn bundle(bundle: &Path) -> Result<(PathBuf, Spec), ValidateError> {
         return Err(berr("not a directory"));
     }
     let path = canon.join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| ValidateError::Config {
+        path: path.clone(),
+        field: "(file)".into(),
+        reason: io_reason(&e),
+    })?;
+    let spec = config(&text, &canon)?;
+    Ok((canon, spec))
+}
+
+/// Parses and checks the text of a bundle's config.json, as [`bundle`]
+/// does once it has read the file. `bundle` is the canonical bundle
+/// directory: a relative `root.path` is looked up below it, and errors name
+/// `<bundle>/config.json`. Reads nothing but `root.path`'s metadata,
+/// `/proc/filesystems` (for mount types) and the process's own limits.
+pub fn config(text: &str, bundle: &Path) -> Result<Spec, ValidateError> {
+    let path = bundle.join("config.json");
+    // Field names (map keys) and reasons quote config.json's own text:
+    // control characters are escaped so an error stays one line.
     let cerr = |field: &str, reason: String| ValidateError::Config {
         path: path.clone(),
-        field: field.into(),
-        reason,
+        field: one_line(field),
+        reason: one_line(&reason),
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| cerr("(file)", io_reason(&e)))?;
-    let de = &mut serde_json::Deserializer::from_str(&text);
+    let de = &mut serde_json::Deserializer::from_str(text);
     let spec: Spec = serde_path_to_error::deserialize(de).map_err(|e| {
         let field = e.path().to_string();
         let field = if field == "." { "(document)".to_string() } else { field };
         cerr(&field, e.into_inner().to_string())
     })?;
-    check_spec(&spec, &canon).map_err(|(field, reason)| cerr(field, reason))?;
-    Ok((canon, spec))
+    check_spec(&spec, bundle).map_err(|(field, reason)| cerr(field, reason))?;
+    Ok(spec)
+}
+
+/// `s` with its control characters (newlines...) escaped as `\n`, `\u{1b}`.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn io_reason(e: &std::io::Error) -> String {
@@ -315,5 +345,30 @@ mod tests {
 
         let e = bundle(Path::new("/nonexistent/bundle")).unwrap_err().to_string();
         assert_eq!(e, "bundle /nonexistent/bundle: no such file or directory");
+    }
+
+    /// Found by fuzzing (fuzz/corpus/config/crash-*): text of config.json
+    /// (a map key in the field path, a mount destination, an unknown enum
+    /// value) reached the one-line error with its newlines.
+    #[test]
+    fn config_errors_are_one_line() {
+        let d = write_bundle("{}");
+        let ok = r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"args":["sh"],"cwd":"/","user":{"uid":0,"gid":0}},"linux":{}}"#;
+        let cases = [
+            r#"{"annotations":{"a\nb\r":1}}"#.to_string(),
+            r#"{"ociVersion":"1.0.2","linux":{"namespaces":[{"type":"pid\nlevel=info"}]}}"#.to_string(),
+            ok.replace(
+                "\"linux\":{}",
+                "\"linux\":{},\"mounts\":[{\"destination\":\"/x\\ny\",\"type\":\"nosuchfs\",\"source\":\"n\"}]",
+            ),
+            r#"{"\u001b[31m":1, "ociVersion":"1.0.2\n"}"#.to_string(),
+        ];
+        for text in &cases {
+            let e = config(text, d.path()).unwrap_err().to_string();
+            assert!(!e.contains('\n') && !e.contains('\r') && !e.contains('\u{1b}'), "{e:?}");
+            assert!(e.contains("config.json"), "{e}");
+        }
+        let e = config(&cases[0], d.path()).unwrap_err().to_string();
+        assert!(e.contains("annotations.a\\nb\\r"), "{e}");
     }
 }

@@ -16,8 +16,9 @@
 //! the kernel's seccomp action cache (5.11+) skips the filter for the allowed
 //! ones entirely: they run at native speed.
 //!
-//! `notify` decides what "send to the supervisor" compiles to:
-//! `SECCOMP_RET_USER_NOTIF` on the seccomp-notify platform.
+//! The platform decides what "send to the supervisor" compiles to:
+//! `SECCOMP_RET_USER_NOTIF` on seccomp-notify, `SECCOMP_RET_TRACE` on
+//! ptrace ([`compile_for`]).
 
 pub mod table;
 mod table_x86_64;
@@ -87,6 +88,57 @@ fn emit_arg(out: &mut Vec<Insn>, m: &ArgMatch, fails: &mut Vec<usize>) {
         fails.push(out.len());
         out.push(jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, value, 0, 0));
     }
+}
+
+/// [`compile`] for `platform`: on ptrace every `SECCOMP_RET_USER_NOTIF`
+/// becomes `SECCOMP_RET_TRACE` (a ptrace stop of the seized caller; with no
+/// tracer attached the kernel fails the call with ENOSYS: fail closed).
+///
+/// On ptrace the program also starts by refusing (EBUSY, what the kernel
+/// answers on seccomp-notify, where cordon's listener is already in the
+/// chain) a `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)`:
+/// `SECCOMP_RET_USER_NOTIF` takes precedence over `SECCOMP_RET_TRACE`, so a
+/// listener of the container's own would receive the calls meant for the
+/// supervisor and could let them run.
+pub fn compile_for(policy: &Policy, platform: crate::config::Platform) -> Vec<Insn> {
+    let mut p = compile(policy);
+    if platform != crate::config::Platform::Ptrace {
+        return p;
+    }
+    for i in p.iter_mut() {
+        if i.code == (libc::BPF_RET | libc::BPF_K) as u16 && i.k == libc::SECCOMP_RET_USER_NOTIF {
+            i.k = libc::SECCOMP_RET_TRACE;
+        }
+    }
+    let ebusy = action_value(Action::Deny, libc::EBUSY);
+    let mut prefix = vec![
+        ld(OFF_ARCH),
+        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, AUDIT_ARCH_X86_64, 0, 7),
+        ld(OFF_NR),
+        jump(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            libc::SYS_seccomp as u32,
+            0,
+            5,
+        ),
+        ld(off_arg_lo(0)),
+        jump(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            3,
+        ),
+        ld(off_arg_lo(1)),
+        jump(
+            libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32,
+            0,
+            1,
+        ),
+        ret(ebusy),
+    ];
+    prefix.append(&mut p);
+    prefix
 }
 
 /// Compiles `policy` to a BPF program for x86-64 (with i386 and x32 refused).
@@ -216,6 +268,9 @@ pub fn evaluate(prog: &[Insn], arch: u32, nr: u32, args: &[u64; 6]) -> u32 {
             c if c == libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K => {
                 pc += usize::from(if a > ins.k { ins.jt } else { ins.jf })
             }
+            c if c == libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K => {
+                pc += usize::from(if a & ins.k != 0 { ins.jt } else { ins.jf })
+            }
             c if c == libc::BPF_RET | libc::BPF_K => return ins.k,
             _ => return libc::SECCOMP_RET_KILL_PROCESS,
         }
@@ -255,6 +310,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// On ptrace, what the supervisor gets is a TRACE stop, and nothing
+    /// else of the program changes.
+    #[test]
+    fn ptrace_variant_traces_what_notify_notifies() {
+        let policy = Policy::load("default").unwrap();
+        let (n, t) = (compile(&policy), compile_for(&policy, crate::config::Platform::Ptrace));
+        assert_eq!(n.len() + 9, t.len(), "only the 9-instruction listener guard is added");
+        let mut traced = 0;
+        for nr in 0..520u32 {
+            let (a, b) = (
+                evaluate(&n, AUDIT_ARCH_X86_64, nr, &[0; 6]),
+                evaluate(&t, AUDIT_ARCH_X86_64, nr, &[0; 6]),
+            );
+            if a == libc::SECCOMP_RET_USER_NOTIF {
+                assert_eq!(b, libc::SECCOMP_RET_TRACE, "nr {nr}");
+                traced += 1;
+            } else {
+                assert_eq!(a, b, "nr {nr}");
+            }
+        }
+        assert!(traced > 5, "the default policy sends calls to the supervisor");
+        // A listener of the container's own is refused; other filters not.
+        let seccomp = libc::SYS_seccomp as u32;
+        let filter = u64::from(libc::SECCOMP_SET_MODE_FILTER);
+        let listener = u64::from(libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32);
+        assert_eq!(
+            evaluate(&t, AUDIT_ARCH_X86_64, seccomp, &[filter, listener | 1, 0, 0, 0, 0]),
+            action_value(Action::Deny, libc::EBUSY)
+        );
+        assert_eq!(
+            evaluate(&t, AUDIT_ARCH_X86_64, seccomp, &[filter, 0, 0, 0, 0, 0]),
+            evaluate(&n, AUDIT_ARCH_X86_64, seccomp, &[filter, 0, 0, 0, 0, 0])
+        );
     }
 
     #[test]

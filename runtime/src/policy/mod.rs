@@ -107,6 +107,13 @@ pub enum PolicyError {
     NotFound(String),
 }
 
+/// Most argument conditions in one rule: the BPF program jumps over a
+/// rule's conditions with 8-bit offsets (up to 6 instructions each).
+pub const MAX_CONDITIONS: usize = 32;
+
+/// Longest BPF program the kernel loads (BPF_MAXINSNS).
+pub const MAX_INSNS: usize = 4096;
+
 /// Result alias for this module.
 pub type Result<T> = std::result::Result<T, PolicyError>;
 
@@ -225,6 +232,12 @@ impl Policy {
                 return Err(invalid(format!("{at}.errno"), "only a deny rule takes an errno".into()));
             }
             let errno = errno_of(&at, &r.errno)?;
+            if r.args.len() > MAX_CONDITIONS {
+                return Err(invalid(
+                    format!("{at}.args"),
+                    format!("{} conditions: a rule takes at most {MAX_CONDITIONS}", r.args.len()),
+                ));
+            }
             for (j, a) in r.args.iter().enumerate() {
                 if a.index > 5 {
                     return Err(invalid(
@@ -284,7 +297,7 @@ impl Policy {
         let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
         let net = NetPolicy::compile(&file.net, file.net_default)
             .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;
-        Ok(Policy {
+        let policy = Policy {
             name: file.name.clone(),
             default_action: file.default_action,
             default_errno,
@@ -292,7 +305,15 @@ impl Policy {
             paths,
             net,
             source: file,
-        })
+        };
+        let insns = crate::filter::compile(&policy).len();
+        if insns > MAX_INSNS {
+            return Err(invalid(
+                "syscall".into(),
+                format!("the rules compile to {insns} BPF instructions; the kernel loads at most {MAX_INSNS}"),
+            ));
+        }
+        Ok(policy)
     }
 
     /// The action for syscall `nr` with argument registers `args`, and the
@@ -348,6 +369,49 @@ mod tests {
         assert_eq!(p.decide(nr("sendto"), &[3, 0, 0, 0, 0, 0]).0, Action::Allow);
         assert_eq!(p.decide(nr("sendto"), &[3, 0, 0, 0, 0x1000, 0]).0, Action::Emulate);
         assert_eq!(p.decide(9999, &[0; 6]), (Action::Deny, libc::ENOSYS));
+    }
+
+    /// Found by fuzzing (fuzz/corpus/policy/crash-*): BPF jump offsets are
+    /// 8 bits, so a rule with many conditions jumped into the middle of its
+    /// own conditions: here the filter denied a call `decide` allows.
+    #[test]
+    fn many_conditions_compile_right_or_are_refused() {
+        let rule = |n: usize| {
+            let mut args = vec!["{ index = 0, op = 'eq', value = 1 }".to_string()];
+            args.extend((1..n).map(|_| "{ index = 1, op = 'eq', value = 0 }".to_string()));
+            format!(
+                "name='x'\n[[syscall]]\nnames=['getpid']\naction='deny'\nargs=[{}]\n",
+                args.join(",")
+            )
+        };
+        let nr = table::number("getpid").unwrap();
+        let ok = Policy::from_toml(&rule(MAX_CONDITIONS), "t").unwrap();
+        let prog = crate::filter::compile(&ok);
+        for args in [[0; 6], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]] {
+            let (act, errno) = ok.decide(nr, &args);
+            assert_eq!(
+                crate::filter::evaluate(&prog, 0xc000_003e, nr, &args),
+                crate::filter::action_value(act, errno),
+                "{args:?}"
+            );
+        }
+        let e = Policy::from_toml(&rule(70), "t").unwrap_err();
+        assert!(e.to_string().contains("syscall[0].args: 70 conditions"), "{e}");
+    }
+
+    /// Found by fuzzing (fuzz/corpus/policy/crash-too-long): `policy check`
+    /// accepted a policy whose filter the kernel refuses (EINVAL at every
+    /// container start).
+    #[test]
+    fn too_long_a_filter_is_refused() {
+        let mut text = String::from("name='x'\n");
+        for i in 0..1000 {
+            text += &format!("[[syscall]]\nnames=['getpid']\naction='deny'\nargs=[{{index=0,op='eq',value={i}}}]\n");
+        }
+        let Err(e) = Policy::from_toml(&text, "t") else {
+            panic!("a policy of 1000 rules was accepted");
+        };
+        assert!(e.to_string().contains("kernel loads at most 4096"), "{e}");
     }
 
     #[test]

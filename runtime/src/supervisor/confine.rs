@@ -76,6 +76,8 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_rt_sigprocmask,
     libc::SYS_rt_sigreturn,
     libc::SYS_sigaltstack,
+    // interrupting a blocked handler whose caller went away (notify.rs)
+    libc::SYS_tgkill,
     libc::SYS_clock_gettime,
     libc::SYS_clock_nanosleep,
     libc::SYS_nanosleep,
@@ -156,11 +158,25 @@ fn program(
         .map_err(|e: seccompiler::BackendError| ConfineError::Build(e.to_string()))
 }
 
+/// What the ptrace platform's tracer needs on top of [`ALLOWED`] (and
+/// takes out of [`FATAL`]): only supervisors of ptrace-platform containers
+/// may trace.
+const PTRACE: &[libc::c_long] = &[
+    libc::SYS_ptrace,
+    libc::SYS_wait4,
+    libc::SYS_waitid,
+    libc::SYS_signalfd4,
+    libc::SYS_eventfd2,
+];
+
 /// Installs both filters on the calling thread (and so on every thread it
-/// starts afterwards).
-pub fn confine() -> Result<(), ConfineError> {
-    let fatal = program(FATAL, SeccompAction::Allow, SeccompAction::KillProcess)?;
-    let allowed = program(ALLOWED, SeccompAction::Errno(libc::EPERM as u32), SeccompAction::Allow)?;
+/// starts afterwards); `ptrace`: the container runs on the ptrace platform.
+pub fn confine(ptrace: bool) -> Result<(), ConfineError> {
+    let extra: &[libc::c_long] = if ptrace { PTRACE } else { &[] };
+    let fatal: Vec<libc::c_long> = FATAL.iter().copied().filter(|nr| !extra.contains(nr)).collect();
+    let allowed: Vec<libc::c_long> = ALLOWED.iter().chain(extra).copied().collect();
+    let fatal = program(&fatal, SeccompAction::Allow, SeccompAction::KillProcess)?;
+    let allowed = program(&allowed, SeccompAction::Errno(libc::EPERM as u32), SeccompAction::Allow)?;
     seccompiler::apply_filter(&fatal).map_err(|e| ConfineError::Install(e.to_string()))?;
     seccompiler::apply_filter(&allowed).map_err(|e| ConfineError::Install(e.to_string()))
 }
@@ -172,6 +188,7 @@ mod tests {
     #[test]
     fn lists_are_disjoint_and_build() {
         assert!(FATAL.iter().all(|nr| !ALLOWED.contains(nr)));
+        assert!(PTRACE.iter().all(|nr| !ALLOWED.contains(nr)));
         program(FATAL, SeccompAction::Allow, SeccompAction::KillProcess).unwrap();
         program(ALLOWED, SeccompAction::Errno(1), SeccompAction::Allow).unwrap();
     }

@@ -12,6 +12,11 @@
 //!    it, and answers one byte `K`;
 //! 5. the process closes its listener copy and the socket, then execs.
 //!
+//! On the ptrace platform the tag is lower case (`i`, `e`); the supervisor
+//! seizes the process (PTRACE_SEIZE) and answers `S`; only then the process
+//! installs the policy's filter, whose supervisor actions are
+//! `SECCOMP_RET_TRACE`, and execs.
+//!
 //! After step 2 only `write`, `read` and `close` run before execve, and the
 //! policy may never send those to the supervisor, so the handover cannot
 //! deadlock on its own filter (libcontainer's `listenerPath` handover uses
@@ -37,12 +42,21 @@ pub enum Role {
 }
 
 /// Client side, run in the container process. Installs `prog` and hands the
-/// listener to the supervisor. On error the caller must not exec.
-pub fn attach(sock: &mut UnixStream, role: Role, prog: &[libc::sock_filter]) -> io::Result<()> {
+/// listener to the supervisor (seccomp-notify), or has the supervisor seize
+/// this process first (ptrace). On error the caller must not exec.
+pub fn attach(
+    sock: &mut UnixStream,
+    role: Role,
+    prog: &[libc::sock_filter],
+    platform: crate::config::Platform,
+) -> io::Result<()> {
     let me = sys::pidfd_open(std::process::id() as i32)?;
-    let tag = [match role {
-        Role::Init => b'I',
-        Role::Exec => b'E',
+    let ptrace = platform == crate::config::Platform::Ptrace;
+    let tag = [match (role, ptrace) {
+        (Role::Init, false) => b'I',
+        (Role::Exec, false) => b'E',
+        (Role::Init, true) => b'i',
+        (Role::Exec, true) => b'e',
     }];
     let fds = [me.as_raw_fd()];
     sendmsg::<()>(
@@ -54,6 +68,15 @@ pub fn attach(sock: &mut UnixStream, role: Role, prog: &[libc::sock_filter]) -> 
     )
     .map_err(io::Error::from)?;
     drop(me);
+    if ptrace {
+        let mut ack = [0u8; 1];
+        sock.read_exact(&mut ack)?;
+        if ack[0] != b'S' {
+            return Err(io::Error::other("the supervisor could not trace this process"));
+        }
+        sys::seccomp_set_filter(prog, 0)?;
+        return Ok(());
+    }
     let flags = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
     let listener = match sys::seccomp_set_filter(prog, flags) {
         Ok(l) => l,
@@ -80,8 +103,9 @@ pub struct Attached {
     pub role: Role,
     /// A pidfd of the attached process.
     pub pidfd: OwnedFd,
-    /// The process's seccomp listener (our own copy).
-    pub listener: OwnedFd,
+    /// The process's seccomp listener (our own copy); `None` on the ptrace
+    /// platform: the supervisor seizes the process, then [`ack_traced`].
+    pub listener: Option<OwnedFd>,
 }
 
 /// Supervisor side: receives the pidfd and the listener of one process.
@@ -102,16 +126,34 @@ pub fn accept(sock: &mut UnixStream) -> io::Result<Attached> {
             }
         }
     }
-    let role = match tag[0] {
-        b'I' => Role::Init,
-        b'E' => Role::Exec,
+    let (role, ptrace) = match tag[0] {
+        b'I' => (Role::Init, false),
+        b'E' => (Role::Exec, false),
+        b'i' => (Role::Init, true),
+        b'e' => (Role::Exec, true),
         _ => return Err(io::Error::other("bad handshake tag")),
     };
     let pidfd = pidfd.ok_or_else(|| io::Error::other("handshake without a pidfd"))?;
+    if ptrace {
+        return Ok(Attached {
+            role,
+            pidfd,
+            listener: None,
+        });
+    }
     let mut num = [0u8; 4];
     sock.read_exact(&mut num)?;
     let listener = sys::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(num))?;
-    Ok(Attached { role, pidfd, listener })
+    Ok(Attached {
+        role,
+        pidfd,
+        listener: Some(listener),
+    })
+}
+
+/// Tells a process the supervisor traces it: it may install its filter.
+pub fn ack_traced(sock: &mut UnixStream) -> io::Result<()> {
+    sock.write_all(b"S")
 }
 
 /// Tells the attached process it may exec.

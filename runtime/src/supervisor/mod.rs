@@ -14,6 +14,7 @@ mod confine;
 pub mod creds;
 pub mod handshake;
 mod notify;
+mod ptrace;
 pub mod syscalls;
 mod watchdog;
 
@@ -66,6 +67,10 @@ pub struct Options {
     pub hostname: String,
     /// Write end of the pipe on which `create` waits for readiness.
     pub ready_fd: Option<RawFd>,
+    /// How container processes reach the supervisor.
+    pub platform: crate::config::Platform,
+    /// Why `create` fell back to this platform, if it did.
+    pub fallback: Option<String>,
 }
 
 /// State shared by every receiver thread.
@@ -99,8 +104,16 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     // Handlers apply each caller's umask themselves.
     // SAFETY: umask(2) only changes this process's file mode creation mask.
     unsafe { libc::umask(0) };
+    let ptrace = opts.platform == crate::config::Platform::Ptrace;
+    if ptrace {
+        // The tracer reads SIGCHLD from a signalfd: block it in every
+        // thread (they inherit this mask).
+        let mut mask = nix::sys::signal::SigSet::empty();
+        mask.add(nix::sys::signal::Signal::SIGCHLD);
+        mask.thread_block().map_err(|e| io_err("block SIGCHLD")(e.into()))?;
+    }
     let watchdog = watchdog::spawn().map_err(io_err("start watchdog"))?;
-    confine::confine().map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
+    confine::confine(ptrace).map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
     let sup = Arc::new(Supervisor {
         policy,
         audit,
@@ -111,10 +124,26 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     sup.audit.record(
         0,
         "supervisor",
-        &format!("container {} policy {}", opts.id, sup.policy.name),
+        &format!(
+            "container {} policy {} platform {}{}",
+            opts.id,
+            sup.policy.name,
+            opts.platform.name(),
+            opts.fallback
+                .as_deref()
+                .map(|why| format!(" (fallback: {why})"))
+                .unwrap_or_default()
+        ),
         "event",
         "started",
     );
+    let tracer = if ptrace {
+        Some(Arc::new(
+            ptrace::Tracer::start(Arc::clone(&sup)).map_err(io_err("start the tracer"))?,
+        ))
+    } else {
+        None
+    };
 
     if let Some(fd) = opts.ready_fd {
         // SAFETY: `fd` was passed to us by `cordon create` and nothing else
@@ -127,17 +156,24 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         let Ok(stream) = stream else { continue };
         let sup = Arc::clone(&sup);
         let wd = watchdog.as_ref().and_then(|w| w.try_clone().ok());
+        let tracer = tracer.clone();
         std::thread::Builder::new()
             .name("attach".into())
             .stack_size(256 * 1024)
-            .spawn(move || attach(sup, stream, wd))
+            .spawn(move || attach(sup, stream, wd, tracer))
             .map_err(io_err("spawn thread"))?;
     }
     Ok(())
 }
 
-/// Serves one attaching process: takes its listener, starts a receiver.
-fn attach(sup: Arc<Supervisor>, mut stream: UnixStream, watchdog: Option<UnixStream>) {
+/// Serves one attaching process: takes its listener and starts a receiver
+/// (seccomp-notify), or has the tracer seize it (ptrace).
+fn attach(
+    sup: Arc<Supervisor>,
+    mut stream: UnixStream,
+    watchdog: Option<UnixStream>,
+    tracer: Option<Arc<ptrace::Tracer>>,
+) {
     let att = match handshake::accept(&mut stream) {
         Ok(a) => a,
         Err(e) => {
@@ -146,22 +182,43 @@ fn attach(sup: Arc<Supervisor>, mut stream: UnixStream, watchdog: Option<UnixStr
             return;
         }
     };
-    if let Err(e) = sys_set_sync_wakeup(&att.listener) {
-        tracing::debug!("SYNC_WAKE_UP unavailable: {e}");
-    }
-    let listener = Arc::new(att.listener);
-    {
-        let sup = Arc::clone(&sup);
-        let listener = Arc::clone(&listener);
-        if std::thread::Builder::new()
-            .name("notify".into())
-            .stack_size(512 * 1024)
-            .spawn(move || notify::serve(&sup, &listener))
-            .is_err()
-        {
+    let traced = match (att.listener, &tracer) {
+        (Some(listener), _) => {
+            if let Err(e) = sys_set_sync_wakeup(&listener) {
+                tracing::debug!("SYNC_WAKE_UP unavailable: {e}");
+            }
+            let listener = Arc::new(listener);
+            let sup = Arc::clone(&sup);
+            if std::thread::Builder::new()
+                .name("notify".into())
+                .stack_size(512 * 1024)
+                .spawn(move || notify::serve(&sup, &listener))
+                .is_err()
+            {
+                return;
+            }
+            false
+        }
+        (None, Some(tracer)) => {
+            let seized = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()).and_then(|pid| tracer.seize(pid));
+            if let Err(e) = seized {
+                sup.audit
+                    .record(0, "supervisor", &format!("seize failed: {e}"), "event", "error");
+                return;
+            }
+            true
+        }
+        (None, None) => {
+            sup.audit.record(
+                0,
+                "supervisor",
+                "a process asked for the ptrace platform of a seccomp-notify container",
+                "event",
+                "error",
+            );
             return;
         }
-    }
+    };
     if att.role == handshake::Role::Init {
         if let Some(wd) = watchdog {
             let _ = watchdog::arm(&wd, att.pidfd.as_fd());
@@ -169,7 +226,12 @@ fn attach(sup: Arc<Supervisor>, mut stream: UnixStream, watchdog: Option<UnixStr
             std::mem::forget(wd);
         }
     }
-    if handshake::ack(&mut stream).is_err() {
+    let acked = if traced {
+        handshake::ack_traced(&mut stream)
+    } else {
+        handshake::ack(&mut stream)
+    };
+    if acked.is_err() {
         return;
     }
     drop(stream);

@@ -5,11 +5,19 @@
 //! answer then fails with ENOENT, which is fine). A handler that may block
 //! (a blocking connect, an open of a FIFO) runs on its own thread so that
 //! the other threads of the container keep being served.
+//!
+//! Such a handler must not outlive its call: when the caller goes away
+//! while the handler waits (killed, or its process execs or exits), the
+//! receiver interrupts the handler's wait with [`CANCEL`], so it does not
+//! keep a thread and one of the [`super::MAX_BLOCKING`] slots forever.
 
+use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
 
 use super::syscalls::{self, Ctx, Outcome, Reply};
 use super::Supervisor;
@@ -19,23 +27,88 @@ use crate::sys;
 
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 
-/// Serves `listener` until no process uses its filter any more.
+/// The signal that interrupts a blocked handler whose caller is gone. Its
+/// handler does nothing and is installed without SA_RESTART, so the
+/// handler's blocking syscall fails with EINTR.
+const CANCEL: Signal = Signal::SIGUSR1;
+
+/// How often the handlers still blocked are checked for a caller that went
+/// away (only while there are any).
+const SWEEP: Duration = Duration::from_millis(200);
+
+/// The blocking handlers of one listener still running: notification id ->
+/// the handler thread's tid. A handler is in the map for as long as its
+/// thread may block, and its thread is alive for as long as it is there.
+type Jobs = Arc<Mutex<HashMap<u64, libc::pid_t>>>;
+
+extern "C" fn on_cancel(_: libc::c_int) {}
+
+fn install_cancel_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};
+        let sa = SigAction::new(SigHandler::Handler(on_cancel), SaFlags::empty(), SigSet::empty());
+        // SAFETY: the handler does nothing, so it is async-signal-safe.
+        if let Err(e) = unsafe { sigaction(CANCEL, &sa) } {
+            tracing::warn!("install the cancel handler: {e}");
+        }
+    });
+}
+
+/// Interrupts the handlers in `jobs` whose notification is no longer valid
+/// (the caller was killed, exec'd or exited); all of them with `all`.
+fn cancel_orphans(listener: BorrowedFd<'_>, jobs: &Jobs, all: bool) {
+    let jobs = jobs.lock().unwrap_or_else(|e| e.into_inner());
+    for (&id, &tid) in jobs.iter() {
+        if all || !sys::notif_id_valid(listener, id) {
+            // SAFETY: tgkill(2) has no memory effects; `tid` is a live
+            // thread of this process (it leaves the map, under this lock,
+            // before it exits).
+            unsafe { libc::syscall(libc::SYS_tgkill, std::process::id(), tid, CANCEL as libc::c_int) };
+        }
+    }
+}
+
+/// Serves `listener` until no process uses its filter any more and every
+/// blocking handler has returned.
 pub fn serve(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>) {
+    install_cancel_handler();
+    let jobs: Jobs = Arc::default();
+    let mut swept = Instant::now();
     loop {
+        let pending = !jobs.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
+        let timeout = if pending {
+            PollTimeout::from(SWEEP.as_millis() as u16)
+        } else {
+            PollTimeout::NONE
+        };
         let mut pfd = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut pfd, PollTimeout::NONE) {
+        match poll(&mut pfd, timeout) {
             Ok(_) => {}
             Err(nix::errno::Errno::EINTR) => continue,
             Err(_) => return,
         }
         let revents = pfd[0].revents().unwrap_or(PollFlags::empty());
+        if pending && swept.elapsed() >= SWEEP {
+            cancel_orphans(listener.as_fd(), &jobs, false);
+            swept = Instant::now();
+        }
+        if revents.is_empty() {
+            continue;
+        }
         if !revents.contains(PollFlags::POLLIN) {
-            // POLLHUP: every task using this filter has exited.
-            return;
+            // POLLHUP: every task using this filter has exited; no handler
+            // has a caller any more.
+            if !pending {
+                return;
+            }
+            cancel_orphans(listener.as_fd(), &jobs, true);
+            std::thread::sleep(SWEEP);
+            continue;
         }
         let mut notif = sys::empty_notif();
         match sys::notif_recv(listener.as_fd(), &mut notif) {
-            Ok(()) => handle(sup, listener, notif),
+            Ok(()) => handle(sup, listener, &jobs, notif),
             // ENOENT: the tracee was killed before we received it.
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::EINTR)) => {}
             Err(_) => return,
@@ -43,7 +116,7 @@ pub fn serve(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>) {
     }
 }
 
-fn handle(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>, notif: libc::seccomp_notif) {
+fn handle(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>, jobs: &Jobs, notif: libc::seccomp_notif) {
     let nr = notif.data.nr as u32;
     let name = table::name(nr).unwrap_or("unknown");
     if notif.data.arch != AUDIT_ARCH_X86_64 {
@@ -51,26 +124,12 @@ fn handle(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>, notif: libc::seccomp_n
         let _ = sys::notif_send(listener.as_fd(), notif.id, 0, libc::ENOSYS, false);
         return;
     }
-    let (action, errno) = sup.policy.decide(nr, &notif.data.args);
-    let outcome = match action {
-        Action::Audit => Outcome::new(Reply::Continue, "audit", syscalls::summary(name, &notif)),
-        Action::Emulate => {
-            let ctx = Ctx {
-                sup,
-                listener: listener.as_fd(),
-                notif: &notif,
-            };
-            syscalls::dispatch(&ctx, name)
-        }
-        Action::Deny => Outcome::new(Reply::Errno(errno), "deny", syscalls::summary(name, &notif)),
-        Action::Allow => Outcome::new(Reply::Continue, "allow", syscalls::summary(name, &notif)),
-        Action::Kill => {
-            if let Ok(pidfd) = sys::pidfd_open(notif.pid as i32) {
-                let _ = sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
-            }
-            Outcome::new(Reply::Errno(libc::ENOSYS), "kill", syscalls::summary(name, &notif))
-        }
+    let ctx = Ctx {
+        sup,
+        listener: Some(listener.as_fd()),
+        notif: &notif,
     };
+    let outcome = decide(&ctx, nr, name);
     match outcome.reply {
         Reply::Blocking(job) => {
             use std::sync::atomic::Ordering;
@@ -86,17 +145,23 @@ fn handle(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>, notif: libc::seccomp_n
             // Runs on its own thread; the receiver goes back to receiving.
             let sup2 = Arc::clone(sup);
             let listener2 = Arc::clone(listener);
+            let jobs2 = Arc::clone(jobs);
             let spawned = std::thread::Builder::new()
                 .name("blocking".into())
                 .stack_size(256 * 1024)
                 .spawn(move || {
                     let ctx = Ctx {
                         sup: &sup2,
-                        listener: listener2.as_fd(),
+                        listener: Some(listener2.as_fd()),
                         notif: &notif,
                     };
+                    jobs2
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(notif.id, nix::unistd::gettid().as_raw());
                     let out = job(&ctx);
                     finish(&sup2, listener2.as_fd(), &notif, name, out);
+                    jobs2.lock().unwrap_or_else(|e| e.into_inner()).remove(&notif.id);
                     sup2.blocking.fetch_sub(1, Ordering::SeqCst);
                 });
             if spawned.is_err() {
@@ -105,6 +170,25 @@ fn handle(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>, notif: libc::seccomp_n
             }
         }
         _ => finish(sup, listener.as_fd(), &notif, name, outcome),
+    }
+}
+
+/// The policy's decision on the call in `ctx` (syscall `nr`, `name`), and
+/// for emulated calls the handler's answer. Shared by both platforms.
+pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
+    let notif = ctx.notif;
+    let (action, errno) = ctx.sup.policy.decide(nr, &notif.data.args);
+    match action {
+        Action::Audit => Outcome::new(Reply::Continue, "audit", syscalls::summary(name, notif)),
+        Action::Emulate => syscalls::dispatch(ctx, name),
+        Action::Deny => Outcome::new(Reply::Errno(errno), "deny", syscalls::summary(name, notif)),
+        Action::Allow => Outcome::new(Reply::Continue, "allow", syscalls::summary(name, notif)),
+        Action::Kill => {
+            if let Ok(pidfd) = sys::pidfd_open(notif.pid as i32) {
+                let _ = sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
+            }
+            Outcome::new(Reply::Errno(libc::ENOSYS), "kill", syscalls::summary(name, notif))
+        }
     }
 }
 

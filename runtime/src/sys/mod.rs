@@ -8,6 +8,8 @@ use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
+pub mod ptrace;
+
 /// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): wake the tracee on the
 /// supervisor's CPU. Missing from the `libc` crate.
 pub const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: u64 = 1;
@@ -255,28 +257,43 @@ fn openat2_once(dirfd: BorrowedFd<'_>, path: &CStr, flags: u64, mode: u64, resol
 
 /// Reads a NUL-terminated string of at most `max` bytes at `addr` in `pid`,
 /// a page at a time so a string near the end of a mapping is still read.
+/// The bytes read are decoded by [`decode_cstring`].
 pub fn read_cstring(pid: i32, addr: u64, max: usize) -> io::Result<Vec<u8>> {
     if addr == 0 {
         return Err(io::Error::from_raw_os_error(libc::EFAULT));
     }
-    let mut out = Vec::with_capacity(256);
+    let mut buf = Vec::with_capacity(256);
     let mut at = addr;
     let mut chunk = [0u8; 4096];
-    while out.len() < max {
+    while buf.len() < max {
         let to_page_end = 4096 - (at % 4096) as usize;
-        let want = to_page_end.min(max - out.len());
+        let want = to_page_end.min(max - buf.len());
         let n = read_mem(pid, at, &mut chunk[..want])?;
-        if n == 0 {
-            return Err(io::Error::from_raw_os_error(libc::EFAULT));
+        buf.extend_from_slice(&chunk[..n]);
+        if n == 0 || chunk[..n].contains(&0) {
+            break;
         }
-        if let Some(end) = chunk[..n].iter().position(|&b| b == 0) {
-            out.extend_from_slice(&chunk[..end]);
-            return Ok(out);
-        }
-        out.extend_from_slice(&chunk[..n]);
-        at += n as u64;
+        let Some(next) = at.checked_add(n as u64) else { break };
+        at = next;
     }
-    Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG))
+    decode_cstring(&buf, max).map_err(io::Error::from_raw_os_error)
+}
+
+/// Decodes a C string from `bytes`, the caller's memory from the string's
+/// start up to where reading stopped (an unmapped page, or `max` bytes).
+///
+/// Returns the bytes before the first NUL when that NUL is among the first
+/// `max` bytes (so the string is at most `max - 1` bytes, as the kernel's
+/// `PATH_MAX` counts the NUL). Errors (errno values): `ENAMETOOLONG` when
+/// the first `max` bytes hold no NUL; `EFAULT` when `bytes` ends, shorter
+/// than `max`, before any NUL (the string runs into unreadable memory).
+pub fn decode_cstring(bytes: &[u8], max: usize) -> Result<Vec<u8>, i32> {
+    let window = &bytes[..bytes.len().min(max)];
+    match window.iter().position(|&b| b == 0) {
+        Some(end) => Ok(window[..end].to_vec()),
+        None if bytes.len() >= max => Err(libc::ENAMETOOLONG),
+        None => Err(libc::EFAULT),
+    }
 }
 
 /// Reads a plain-old-data value of type `T` at `addr` in `pid`.
@@ -340,4 +357,23 @@ pub fn set_link_up(name: &str) -> io::Result<()> {
     unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
     // SAFETY: as above.
     cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &mut req) }.into()).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cstrings() {
+        assert_eq!(decode_cstring(b"/etc\0junk", 4096), Ok(b"/etc".to_vec()));
+        assert_eq!(decode_cstring(b"\0", 4096), Ok(Vec::new()));
+        // The NUL counts against the limit, as PATH_MAX does.
+        assert_eq!(decode_cstring(b"abc\0", 4), Ok(b"abc".to_vec()));
+        assert_eq!(decode_cstring(b"abcd\0", 4), Err(libc::ENAMETOOLONG));
+        assert_eq!(decode_cstring(b"abcd", 4), Err(libc::ENAMETOOLONG));
+        // Stops before the limit without a NUL: the rest is unreadable.
+        assert_eq!(decode_cstring(b"abc", 4), Err(libc::EFAULT));
+        assert_eq!(decode_cstring(b"", 4096), Err(libc::EFAULT));
+        assert_eq!(decode_cstring(b"", 0), Err(libc::ENAMETOOLONG));
+    }
 }

@@ -11,6 +11,15 @@ mod path;
 mod sysinfo;
 mod uname;
 
+/// The pure decoders of what handlers copy out of a caller's memory: no
+/// syscalls, so tests and the fuzz targets (`fuzz/`) run them on any bytes.
+/// A C string is [`crate::sys::decode_cstring`].
+pub mod decode {
+    pub use super::net::{cmsgs, gather, Addr, Cmsg, IoVec, MsgHdr};
+    pub use super::open::{open_mode, OpenHow};
+    pub use super::path::{parse_magic_link, rewrite_proc_alias, split_parent, Magic};
+}
+
 use std::os::fd::{BorrowedFd, OwnedFd};
 
 use super::Supervisor;
@@ -20,9 +29,11 @@ use crate::sys;
 pub struct Ctx<'a> {
     /// Shared supervisor state (policy, audit).
     pub sup: &'a Supervisor,
-    /// The listener the notification came from.
-    pub listener: BorrowedFd<'a>,
-    /// The notification (a kernel copy: safe to trust).
+    /// The listener the notification came from; `None` on the ptrace
+    /// platform, where the caller stays stopped until answered.
+    pub listener: Option<BorrowedFd<'a>>,
+    /// The notification (a kernel copy: safe to trust). On ptrace, built
+    /// from the stopped caller's registers (`id` 0).
     pub notif: &'a libc::seccomp_notif,
 }
 
@@ -38,7 +49,11 @@ impl Ctx<'_> {
     /// Whether the caller is still waiting for this notification: checked
     /// after reading its memory, so the memory read was the caller's.
     pub fn still_valid(&self) -> bool {
-        sys::notif_id_valid(self.listener, self.notif.id)
+        match self.listener {
+            Some(l) => sys::notif_id_valid(l, self.notif.id),
+            // A ptrace-stopped caller cannot run until the tracer resumes it.
+            None => true,
+        }
     }
 }
 

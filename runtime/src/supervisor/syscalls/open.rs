@@ -96,22 +96,19 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
         "openat" => (ctx.arg(0) as i32, ctx.arg(1), ctx.arg(2), ctx.arg(3), 0),
         "openat2" => {
             let size = ctx.arg(3) as usize;
-            if size < std::mem::size_of::<libc::open_how>() {
-                return Err(libc::EINVAL);
+            OpenHow::check_size(size)?;
+            // The struct must be readable whole; the extension is read as
+            // far as it can be (what is not read stays zero).
+            let mut raw = vec![0u8; size];
+            let (head, rest) = raw.split_at_mut(OPEN_HOW_SIZE);
+            if sys::read_mem(pid, ctx.arg(2), head).map_err(|_| libc::EFAULT)? != OPEN_HOW_SIZE {
+                return Err(libc::EFAULT);
             }
-            if size > 4096 {
-                return Err(libc::E2BIG);
+            if !rest.is_empty() {
+                let at = ctx.arg(2).checked_add(OPEN_HOW_SIZE as u64).ok_or(libc::EFAULT)?;
+                sys::read_mem(pid, at, rest).map_err(|_| libc::EFAULT)?;
             }
-            let how: OpenHow = sys::read_pod(pid, ctx.arg(2)).map_err(|_| libc::EFAULT)?;
-            if size > std::mem::size_of::<OpenHow>() {
-                // Extension bytes must be zero (openat2(2), E2BIG).
-                let mut rest = vec![0u8; size - std::mem::size_of::<OpenHow>()];
-                sys::read_mem(pid, ctx.arg(2) + std::mem::size_of::<OpenHow>() as u64, &mut rest)
-                    .map_err(|_| libc::EFAULT)?;
-                if rest.iter().any(|&b| b != 0) {
-                    return Err(libc::E2BIG);
-                }
-            }
+            let how = OpenHow::from_bytes(&raw)?;
             (ctx.arg(0) as i32, ctx.arg(1), how.flags, how.mode, how.resolve)
         }
         _ => return Err(libc::ENOSYS),
@@ -120,15 +117,7 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
     if path.is_empty() {
         return Err(libc::ENOENT);
     }
-    // open/openat ignore the mode without O_CREAT/O_TMPFILE; openat2 refuses it.
-    let creating = flags as i32 & libc::O_CREAT != 0 || flags as i32 & libc::O_TMPFILE == libc::O_TMPFILE;
-    let mode = if creating {
-        mode & 0o7777
-    } else if name == "openat2" && mode != 0 {
-        return Err(libc::EINVAL);
-    } else {
-        0
-    };
+    let mode = open_mode(name == "openat2", flags, mode)?;
     Ok(Request {
         dirfd,
         path,
@@ -138,13 +127,69 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
     })
 }
 
+/// The mode an open-family call creates with: `mode & 0o7777` when
+/// `flags` create a file (O_CREAT, O_TMPFILE), else 0. open/openat ignore
+/// a mode without those flags; openat2 (`openat2`) refuses it with EINVAL.
+pub fn open_mode(openat2: bool, flags: u64, mode: u64) -> Result<u64, i32> {
+    let creating = flags as i32 & libc::O_CREAT != 0 || flags as i32 & libc::O_TMPFILE == libc::O_TMPFILE;
+    if creating {
+        Ok(mode & 0o7777)
+    } else if openat2 && mode != 0 {
+        Err(libc::EINVAL)
+    } else {
+        Ok(0)
+    }
+}
+
+/// Size of `struct open_how` as this supervisor knows it (openat2's
+/// `OPEN_HOW_SIZE_VER0`).
+const OPEN_HOW_SIZE: usize = std::mem::size_of::<OpenHow>();
+/// Largest `size` openat2 accepts (a page, as the kernel does).
+const OPEN_HOW_MAX: usize = 4096;
+
 /// `struct open_how` as openat2(2) reads it (flags, mode, resolve).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
+pub struct OpenHow {
+    /// open(2) flags.
+    pub flags: u64,
+    /// Creation mode.
+    pub mode: u64,
+    /// `RESOLVE_*` flags.
+    pub resolve: u64,
+}
+
+impl OpenHow {
+    /// Checks openat2's `size` argument (bytes) before anything is read:
+    /// `EINVAL` below 24 (the first version of the struct), `E2BIG` above
+    /// 4096.
+    pub fn check_size(size: usize) -> Result<(), i32> {
+        if size < OPEN_HOW_SIZE {
+            return Err(libc::EINVAL);
+        }
+        if size > OPEN_HOW_MAX {
+            return Err(libc::E2BIG);
+        }
+        Ok(())
+    }
+
+    /// Decodes the `size` bytes the caller passed (`bytes.len()` is the
+    /// size argument): three native-endian u64 (flags, mode, resolve), then
+    /// extension bytes that must all be zero. Errors: those of
+    /// [`OpenHow::check_size`], and `E2BIG` for a non-zero extension byte
+    /// (openat2(2)).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, i32> {
+        Self::check_size(bytes.len())?;
+        let u64_at = |i: usize| u64::from_ne_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
+        if bytes[OPEN_HOW_SIZE..].iter().any(|&b| b != 0) {
+            return Err(libc::E2BIG);
+        }
+        Ok(Self {
+            flags: u64_at(0),
+            mode: u64_at(8),
+            resolve: u64_at(16),
+        })
+    }
 }
 
 enum Done {
@@ -376,6 +421,38 @@ mod tests {
         assert_eq!(split_parent(b"/a/b"), (&b"/a"[..], &b"b"[..]));
         assert_eq!(split_parent(b"/a"), (&b"/"[..], &b"a"[..]));
         assert_eq!(split_parent(b"/a/b/"), (&b"/a"[..], &b"b"[..]));
+    }
+
+    #[test]
+    fn open_how_bytes() {
+        let how = |f: u64, m: u64, r: u64| [f.to_ne_bytes(), m.to_ne_bytes(), r.to_ne_bytes()].concat();
+        assert_eq!(
+            OpenHow::from_bytes(&how(2, 0o644, 0x10)),
+            Ok(OpenHow {
+                flags: 2,
+                mode: 0o644,
+                resolve: 0x10
+            })
+        );
+        assert_eq!(OpenHow::from_bytes(&how(0, 0, 0)[..16]), Err(libc::EINVAL));
+        let mut ext = how(0, 0, 0);
+        ext.extend_from_slice(&[0; 8]);
+        assert!(OpenHow::from_bytes(&ext).is_ok());
+        ext[30] = 1;
+        assert_eq!(OpenHow::from_bytes(&ext), Err(libc::E2BIG));
+        assert_eq!(OpenHow::from_bytes(&vec![0; 4097]), Err(libc::E2BIG));
+        assert_eq!(OpenHow::check_size(4096), Ok(()));
+    }
+
+    #[test]
+    fn creation_mode() {
+        let creat = libc::O_CREAT as u64;
+        assert_eq!(open_mode(false, creat, 0o100644), Ok(0o644));
+        assert_eq!(open_mode(false, libc::O_TMPFILE as u64, 0o600), Ok(0o600));
+        assert_eq!(open_mode(false, 0, 0o644), Ok(0));
+        assert_eq!(open_mode(true, 0, 0o644), Err(libc::EINVAL));
+        // O_DIRECTORY alone is not O_TMPFILE (which includes it).
+        assert_eq!(open_mode(true, libc::O_DIRECTORY as u64, 0o644), Err(libc::EINVAL));
     }
 
     #[test]

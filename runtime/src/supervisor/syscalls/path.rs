@@ -137,6 +137,16 @@ pub fn ns_ids(tid: i32) -> Option<(String, String)> {
 
 /// Rewrites the self-referring aliases to the caller's own numbers.
 pub fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
+    rewrite_proc_alias(abs, || ns_ids(tid))
+}
+
+/// Rewrites a self-referring alias at the start of the absolute container
+/// path `abs` (`/proc/self`, `/proc/thread-self`, `/proc/mounts`,
+/// `/proc/net`, `/dev/fd`, `/dev/std{in,out,err}`, each followed by `/` or
+/// the end) to the caller's own `/proc/<pid>[/task/<tid>]` path. `ids` gives
+/// the caller's (pid, tid) in its pid namespace and is called only when an
+/// alias matches; without them, or without an alias, `abs` is returned as is.
+pub fn rewrite_proc_alias(abs: &[u8], ids: impl FnOnce() -> Option<(String, String)>) -> Vec<u8> {
     let aliases: [(&[u8], &str); 8] = [
         (b"/proc/mounts", "/proc/self/mounts"),
         (b"/proc/net", "/proc/self/net"),
@@ -152,7 +162,7 @@ pub fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
             Some(r) if r.is_empty() || r[0] == b'/' => r,
             _ => continue,
         };
-        let Some((ns_pid, ns_tid)) = ns_ids(tid) else {
+        let Some((ns_pid, ns_tid)) = ids() else {
             return abs.to_vec();
         };
         let repl = repl
@@ -166,6 +176,7 @@ pub fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
 }
 
 /// A magic link of the caller's own `/proc/<pid>` (or `/proc/<pid>/task/<tid>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Magic {
     /// `fd/<n>`
     Fd(i32),
@@ -182,6 +193,17 @@ pub enum Magic {
 /// Recognises the caller's own magic links, which openat2 refuses with
 /// RESOLVE_NO_MAGICLINKS; other processes' stay refused (ELOOP).
 pub fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
+    let (pid, magic) = parse_magic_link(abs)?;
+    let (ns_pid, _) = ns_ids(tid)?;
+    (pid == ns_pid).then_some(magic)
+}
+
+/// Parses `/proc/<pid>/{fd/<n>[/<rest>],exe,root[/<rest>],cwd[/<rest>]}`
+/// (also below `/proc/<pid>/task/<tid>/`) in the absolute path `abs`:
+/// the `<pid>` component as written (not checked to be a number), and the
+/// link. `None` for any other path, a non-UTF-8 `<pid>`, or an `fd/<n>`
+/// whose `<n>` is not an i32.
+pub fn parse_magic_link(abs: &[u8]) -> Option<(&str, Magic)> {
     let rest = abs.strip_prefix(b"/proc/")?;
     let slash = rest.iter().position(|&b| b == b'/')?;
     let (pid, mut rest) = (std::str::from_utf8(&rest[..slash]).ok()?, &rest[slash + 1..]);
@@ -211,10 +233,13 @@ pub fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
         b"cwd" => Magic::Cwd(if tail.is_empty() { b".".to_vec() } else { tail }),
         _ => return None,
     };
-    let (ns_pid, _) = ns_ids(tid)?;
-    (pid == ns_pid).then_some(magic)
+    Some((pid, magic))
 }
 
+/// Splits `path` into its parent and its last component, after dropping
+/// trailing slashes: `/a/b/` gives (`/a`, `b`), `/a` gives (`/`, `a`), `a`
+/// gives (`.`, `a`), `/` gives (`/`, ``). The parts are sub-slices of `path`
+/// (or the literals `/` and `.`).
 pub fn split_parent(path: &[u8]) -> (&[u8], &[u8]) {
     let trimmed = {
         let mut end = path.len();
@@ -337,4 +362,56 @@ pub fn target(pid: i32, dirfd: i32, path: &[u8], follow: bool, creds: &Creds) ->
     let fd = as_caller(creds, || sys::openat2(root.as_fd(), &c, flags as u64, 0, IN_ROOT))?;
     let p = container_path(&root, &fd)?;
     Ok((fd, p.to_string_lossy().into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_links() {
+        let parse = parse_magic_link;
+        assert_eq!(parse(b"/proc/12/fd/3"), Some(("12", Magic::Fd(3))));
+        assert_eq!(parse(b"/proc/12/fd/3//"), Some(("12", Magic::Fd(3))));
+        assert_eq!(
+            parse(b"/proc/12/task/13/fd/3/a/b"),
+            Some(("12", Magic::FdPath(3, b"a/b".to_vec())))
+        );
+        assert_eq!(parse(b"/proc/12/exe"), Some(("12", Magic::Exe)));
+        assert_eq!(parse(b"/proc/12/exe/x"), None);
+        assert_eq!(parse(b"/proc/12/cwd"), Some(("12", Magic::Cwd(b".".to_vec()))));
+        assert_eq!(parse(b"/proc/12/root/etc"), Some(("12", Magic::Root(b"etc".to_vec()))));
+        assert_eq!(parse(b"/proc/12/fd/99999999999"), None);
+        assert_eq!(parse(b"/proc/12"), None);
+        assert_eq!(parse(b"/proc/\xff/fd/1"), None);
+        assert_eq!(parse(b"/proc/12/task/13"), None);
+    }
+
+    #[test]
+    fn proc_aliases() {
+        let ids = || Some(("7".to_string(), "9".to_string()));
+        assert_eq!(rewrite_proc_alias(b"/proc/self/fd/1", ids), b"/proc/7/fd/1");
+        assert_eq!(
+            rewrite_proc_alias(b"/proc/thread-self/comm", ids),
+            b"/proc/7/task/9/comm"
+        );
+        assert_eq!(rewrite_proc_alias(b"/dev/stdin", ids), b"/proc/7/fd/0");
+        assert_eq!(rewrite_proc_alias(b"/proc/net/tcp", ids), b"/proc/7/net/tcp");
+        assert_eq!(rewrite_proc_alias(b"/proc/selfish", ids), b"/proc/selfish");
+        assert_eq!(rewrite_proc_alias(b"/proc/self", || None), b"/proc/self");
+        let mut asked = false;
+        rewrite_proc_alias(b"/etc/passwd", || {
+            asked = true;
+            None
+        });
+        assert!(!asked, "ids are looked up only for an alias");
+    }
+
+    #[test]
+    fn parents() {
+        assert_eq!(split_parent(b"/"), (&b"/"[..], &b""[..]));
+        assert_eq!(split_parent(b""), (&b"."[..], &b""[..]));
+        assert_eq!(split_parent(b"a"), (&b"."[..], &b"a"[..]));
+        assert_eq!(split_parent(b"//a//"), (&b"/"[..], &b"a"[..]));
+    }
 }

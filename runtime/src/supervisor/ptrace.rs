@@ -1,0 +1,607 @@
+//! The ptrace platform: the same policy, handlers and audit trail as
+//! seccomp-notify, for where a notify listener cannot be created (an old
+//! kernel, or cordon inside a sandbox whose filter already has one).
+//!
+//! The container's filter returns `SECCOMP_RET_TRACE` where seccomp-notify
+//! would return `SECCOMP_RET_USER_NOTIF`. One tracer thread seizes every
+//! container process before it execs (PTRACE_SEIZE with TRACESECCOMP,
+//! TRACECLONE/FORK/VFORK, TRACEEXEC, EXITKILL), so every thread and child
+//! is followed; everything the filter allows runs untraced. At a seccomp
+//! stop the tracer reads the registers into a `seccomp_notif`, asks the
+//! policy and the handlers, then:
+//! - deny / emulated value: skips the call (`orig_rax = -1`) and sets `rax`;
+//! - allow / audit: continues (the kernel runs the call);
+//! - an emulated open: installs the supervisor's fd in the tracee by
+//!   running syscalls in it (socketpair, our end taken with pidfd_getfd,
+//!   SCM_RIGHTS, recvmsg, close), then returns the new fd number;
+//! - a handler that may block runs on its own thread; the caller stays
+//!   stopped until its answer comes back to the tracer thread.
+//!
+//! At PTRACE_EVENT_EXEC the new program (`/proc/PID/exe`, the file the
+//! kernel actually mapped) is checked against the path rules and the
+//! process is killed before its first instruction if the rules deny it: no
+//! TOCTOU on the path (seccomp-notify cannot do this).
+//!
+//! Group-stops are left to job control with PTRACE_LISTEN; other signals
+//! are delivered. If the supervisor dies, EXITKILL kills every tracee; a
+//! process that is not traced gets ENOSYS for every traced call.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use super::notify::decide;
+use super::syscalls::{Ctx, Outcome, Reply};
+use super::Supervisor;
+use crate::filter::table;
+use crate::sys;
+use crate::sys::ptrace as pt;
+
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+
+enum Request {
+    /// Seize this process and answer on the channel.
+    Seize(i32, Sender<io::Result<()>>),
+    /// A blocking handler finished for stopped thread `tid`.
+    Done {
+        tid: i32,
+        regs: Box<libc::user_regs_struct>,
+        notif: Box<libc::seccomp_notif>,
+        name: &'static str,
+        outcome: Outcome,
+    },
+}
+
+/// Handle to the tracer thread.
+pub struct Tracer {
+    tx: Sender<Request>,
+    wake: Arc<OwnedFd>,
+}
+
+impl Tracer {
+    /// Starts the tracer thread. SIGCHLD must be blocked in every thread
+    /// (the supervisor blocks it before starting any): the tracer reads it
+    /// from a signalfd.
+    pub fn start(sup: Arc<Supervisor>) -> io::Result<Tracer> {
+        let (tx, rx) = channel();
+        let wake = Arc::new(eventfd()?);
+        let mut mask = SigSet::empty();
+        mask.add(Signal::SIGCHLD);
+        let sfd = nix::sys::signalfd::SignalFd::with_flags(
+            &mask,
+            nix::sys::signalfd::SfdFlags::SFD_CLOEXEC | nix::sys::signalfd::SfdFlags::SFD_NONBLOCK,
+        )
+        .map_err(io::Error::from)?;
+        let (wake2, tx2) = (Arc::clone(&wake), tx.clone());
+        std::thread::Builder::new()
+            .name("ptrace".into())
+            .stack_size(512 * 1024)
+            .spawn(move || {
+                let mut t = Loop {
+                    sup,
+                    rx,
+                    tx: tx2,
+                    wake: wake2,
+                    known: HashSet::new(),
+                    fresh: HashSet::new(),
+                    pending: HashMap::new(),
+                };
+                t.run(&sfd);
+            })?;
+        Ok(Tracer { tx, wake })
+    }
+
+    /// Seizes `pid` (from the tracer thread: ptrace requests only work from
+    /// the thread that attached).
+    pub fn seize(&self, pid: i32) -> io::Result<()> {
+        let (tx, rx) = channel();
+        self.tx
+            .send(Request::Seize(pid, tx))
+            .map_err(|_| io::Error::other("the tracer thread is gone"))?;
+        poke(&self.wake);
+        rx.recv().map_err(|_| io::Error::other("the tracer thread is gone"))?
+    }
+}
+
+fn eventfd() -> io::Result<OwnedFd> {
+    let fd = nix::sys::eventfd::EventFd::from_flags(
+        nix::sys::eventfd::EfdFlags::EFD_CLOEXEC | nix::sys::eventfd::EfdFlags::EFD_NONBLOCK,
+    )
+    .map_err(io::Error::from)?;
+    Ok(fd.into())
+}
+
+fn poke(fd: &OwnedFd) {
+    let _ = nix::unistd::write(fd, &1u64.to_ne_bytes());
+}
+
+struct Loop {
+    sup: Arc<Supervisor>,
+    rx: Receiver<Request>,
+    tx: Sender<Request>,
+    wake: Arc<OwnedFd>,
+    /// Tracees seen at least once.
+    known: HashSet<i32>,
+    /// New children announced by a clone/fork event, whose first stop is
+    /// the attach stop (to continue, not a group-stop).
+    fresh: HashSet<i32>,
+    /// Stopped threads waiting for a blocking handler; signals to deliver
+    /// to them afterwards.
+    pending: HashMap<i32, Vec<i32>>,
+}
+
+impl Loop {
+    fn run(&mut self, sfd: &nix::sys::signalfd::SignalFd) {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        loop {
+            {
+                let mut fds = [
+                    PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
+                    PollFd::new(self.wake.as_fd(), PollFlags::POLLIN),
+                ];
+                match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => return,
+                }
+            }
+            let mut buf = [0u8; 8];
+            let _ = nix::unistd::read(self.wake.as_raw_fd(), &mut buf);
+            while let Ok(Some(_)) = sfd.read_signal() {}
+            while let Ok(r) = self.rx.try_recv() {
+                self.request(r);
+            }
+            self.reap();
+        }
+    }
+
+    fn request(&mut self, r: Request) {
+        match r {
+            Request::Seize(pid, reply) => {
+                let res = pt::seize(pid);
+                if res.is_ok() {
+                    self.known.insert(pid);
+                }
+                let _ = reply.send(res);
+            }
+            Request::Done {
+                tid,
+                regs,
+                notif,
+                name,
+                outcome,
+            } => {
+                let sigs = self.pending.remove(&tid).unwrap_or_default();
+                self.answer(tid, *regs, &notif, name, outcome);
+                for s in sigs {
+                    resend(tid, s);
+                }
+            }
+        }
+    }
+
+    /// Handles every stop and exit that is ready.
+    fn reap(&mut self) {
+        loop {
+            let st = match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(st) => st,
+            };
+            self.status(st);
+        }
+    }
+
+    fn status(&mut self, st: WaitStatus) {
+        match st {
+            WaitStatus::PtraceEvent(pid, sig, ev) => {
+                let pid = pid.as_raw();
+                match ev {
+                    libc::PTRACE_EVENT_SECCOMP => self.seccomp(pid),
+                    libc::PTRACE_EVENT_CLONE | libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
+                        if let Ok(child) = pt::event_msg(pid) {
+                            let child = child as i32;
+                            if !self.known.contains(&child) {
+                                self.fresh.insert(child);
+                            }
+                        }
+                        let _ = pt::cont(pid, 0);
+                    }
+                    libc::PTRACE_EVENT_EXEC => self.exec(pid),
+                    libc::PTRACE_EVENT_STOP => {
+                        let first = self.fresh.remove(&pid) || self.known.insert(pid);
+                        let job_control = matches!(
+                            sig,
+                            Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU
+                        );
+                        if job_control && !first {
+                            // A group-stop: stay stopped until SIGCONT.
+                            let _ = pt::listen(pid);
+                        } else {
+                            let _ = pt::cont(pid, 0);
+                        }
+                    }
+                    _ => {
+                        let _ = pt::cont(pid, 0);
+                    }
+                }
+            }
+            WaitStatus::Stopped(pid, sig) => {
+                let pid = pid.as_raw();
+                self.known.insert(pid);
+                self.fresh.remove(&pid);
+                // Signal-delivery-stop: deliver it.
+                let _ = pt::cont(pid, sig as i32);
+            }
+            WaitStatus::PtraceSyscall(pid) => {
+                let _ = pt::cont(pid.as_raw(), 0);
+            }
+            WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _) => {
+                let pid = pid.as_raw();
+                self.known.remove(&pid);
+                self.fresh.remove(&pid);
+                self.pending.remove(&pid);
+            }
+            _ => {}
+        }
+    }
+
+    /// A `SECCOMP_RET_TRACE` stop: decide and answer, as seccomp-notify.
+    fn seccomp(&mut self, tid: i32) {
+        self.known.insert(tid);
+        let Ok(regs) = pt::getregs(tid) else { return };
+        let mut notif = sys::empty_notif();
+        notif.pid = tid as u32;
+        notif.data.nr = regs.orig_rax as i32;
+        notif.data.arch = AUDIT_ARCH_X86_64;
+        notif.data.instruction_pointer = regs.rip;
+        notif.data.args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
+        let nr = regs.orig_rax as u32;
+        let name = table::name(nr).unwrap_or("unknown");
+        let outcome = {
+            let ctx = Ctx {
+                sup: &self.sup,
+                listener: None,
+                notif: &notif,
+            };
+            decide(&ctx, nr, name)
+        };
+        if let Reply::Blocking(job) = outcome.reply {
+            use std::sync::atomic::Ordering;
+            let (action, detail, record) = (outcome.action, outcome.detail, outcome.record);
+            if self.sup.blocking.fetch_add(1, Ordering::SeqCst) >= super::MAX_BLOCKING {
+                self.sup.blocking.fetch_sub(1, Ordering::SeqCst);
+                let out = Outcome {
+                    reply: Reply::Errno(libc::EAGAIN),
+                    action,
+                    detail: "too many blocked calls".into(),
+                    record,
+                };
+                return self.answer(tid, regs, &notif, name, out);
+            }
+            let (sup, tx, wake) = (Arc::clone(&self.sup), self.tx.clone(), Arc::clone(&self.wake));
+            let notif2 = Box::new(notif);
+            self.pending.insert(tid, Vec::new());
+            let spawned = std::thread::Builder::new()
+                .name("blocking".into())
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let ctx = Ctx {
+                        sup: &sup,
+                        listener: None,
+                        notif: &notif2,
+                    };
+                    let mut out = job(&ctx);
+                    if out.detail.is_empty() {
+                        out.detail = detail;
+                    }
+                    sup.blocking.fetch_sub(1, Ordering::SeqCst);
+                    let _ = tx.send(Request::Done {
+                        tid,
+                        regs: Box::new(regs),
+                        notif: notif2,
+                        name,
+                        outcome: out,
+                    });
+                    poke(&wake);
+                });
+            if spawned.is_err() {
+                self.sup.blocking.fetch_sub(1, Ordering::SeqCst);
+                self.pending.remove(&tid);
+                let out = Outcome::new(Reply::Errno(libc::EAGAIN), action, "no thread".into());
+                self.answer(tid, regs, &notif, name, out);
+            }
+            return;
+        }
+        self.answer(tid, regs, &notif, name, outcome);
+    }
+
+    /// Resumes stopped thread `tid` with `out`'s answer and records it.
+    fn answer(
+        &mut self,
+        tid: i32,
+        regs: libc::user_regs_struct,
+        notif: &libc::seccomp_notif,
+        name: &str,
+        out: Outcome,
+    ) {
+        let result = match out.reply {
+            Reply::Continue => pt::cont(tid, 0).map(|_| "continue".to_string()),
+            Reply::Value(v) => skip(tid, regs, v).map(|_| v.to_string()),
+            Reply::Errno(e) => skip(tid, regs, -i64::from(e)).map(|_| crate::errno::name(e)),
+            Reply::Fd { fd, cloexec } => match self.inject_fd(tid, regs, fd.as_fd(), cloexec) {
+                Ok(n) => Ok(format!("fd {n}")),
+                Err(e) => Err(e),
+            },
+            // A blocking job does not return another blocking job.
+            Reply::Blocking(_) => skip(tid, regs, -i64::from(libc::EAGAIN)).map(|_| "EAGAIN".into()),
+        };
+        let result = match result {
+            Ok(r) => r,
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => "caller gone".to_string(),
+            Err(e) => format!("answer failed: {e}"),
+        };
+        if out.record {
+            self.sup
+                .audit
+                .record(notif.pid as i32, name, &out.detail, out.action, &result);
+        }
+    }
+
+    /// PTRACE_EVENT_EXEC: the program now mapped must be allowed by the
+    /// path rules, else the process dies before its first instruction.
+    fn exec(&mut self, pid: i32) {
+        let path = exe_in_container(pid);
+        let denied = path
+            .as_deref()
+            .map(|p| self.sup.policy.paths.access(p) == crate::policy::PathAccess::Deny)
+            .unwrap_or(false);
+        if denied {
+            if let Ok(fd) = sys::pidfd_open(pt::tgid(pid).unwrap_or(pid)) {
+                let _ = sys::pidfd_send_signal(fd.as_fd(), libc::SIGKILL);
+            }
+        }
+        if denied {
+            self.sup.audit.record(
+                pid,
+                "execve",
+                path.as_deref().unwrap_or("?"),
+                if denied { "deny" } else { "audit" },
+                if denied { "killed" } else { "exec" },
+            );
+        }
+        let _ = pt::cont(pid, 0);
+    }
+
+    /// Installs `fd` in stopped thread `tid` (at its seccomp stop) and makes
+    /// its call return the new fd number: the tracee runs socketpair(2),
+    /// the supervisor takes one end with pidfd_getfd(2) and sends `fd` on it
+    /// (SCM_RIGHTS), the tracee runs recvmsg(2), closes both ends and moves
+    /// the fd down to the lowest free number (fcntl F_DUPFD).
+    /// The scratch memory is below the tracee's stack red zone.
+    fn inject_fd(
+        &mut self,
+        tid: i32,
+        regs: libc::user_regs_struct,
+        fd: std::os::fd::BorrowedFd<'_>,
+        cloexec: bool,
+    ) -> io::Result<i32> {
+        let mut inj = Injector {
+            tid,
+            saved: regs,
+            at_seccomp: true,
+            signals: Vec::new(),
+        };
+        let result = self.inject_steps(&mut inj, fd, cloexec);
+        let ret = match &result {
+            Ok(n) => i64::from(*n),
+            Err(e) => -i64::from(e.raw_os_error().unwrap_or(libc::EIO)),
+        };
+        let finish = inj.finish(ret);
+        for s in inj.signals {
+            resend(tid, s);
+        }
+        finish?;
+        result
+    }
+
+    fn inject_steps(&mut self, inj: &mut Injector, fd: std::os::fd::BorrowedFd<'_>, cloexec: bool) -> io::Result<i32> {
+        let scratch = (inj.saved.rsp - 128 - 256) & !15;
+        // int sv[2]
+        let sv_addr = scratch;
+        let r = inj.call(
+            libc::SYS_socketpair,
+            [
+                libc::AF_UNIX as u64,
+                (libc::SOCK_DGRAM | libc::SOCK_CLOEXEC) as u64,
+                0,
+                sv_addr,
+                0,
+                0,
+            ],
+        )?;
+        if r < 0 {
+            return Err(io::Error::from_raw_os_error(-r as i32));
+        }
+        let sv: [i32; 2] = sys::read_pod(inj.tid, sv_addr)?;
+        let sent = (|| -> io::Result<()> {
+            let pidfd = sys::pidfd_open(pt::tgid(inj.tid)?)?;
+            let ours = sys::pidfd_getfd(pidfd.as_fd(), sv[0])?;
+            let fds = [fd.as_raw_fd()];
+            nix::sys::socket::sendmsg::<()>(
+                ours.as_raw_fd(),
+                &[io::IoSlice::new(b"F")],
+                &[nix::sys::socket::ControlMessage::ScmRights(&fds)],
+                nix::sys::socket::MsgFlags::empty(),
+                None,
+            )
+            .map_err(io::Error::from)?;
+            Ok(())
+        })();
+        let got = match sent {
+            Ok(()) => {
+                // struct msghdr at +16, iovec at +80, 1-byte buffer at +96,
+                // control (CMSG_SPACE(sizeof(int)) = 24) at +112.
+                let (msg, iov, byte, ctl) = (scratch + 16, scratch + 80, scratch + 96, scratch + 112);
+                let mut m = [0u64; 7];
+                m[2] = iov; // msg_iov
+                m[3] = 1; // msg_iovlen
+                m[4] = ctl; // msg_control
+                m[5] = 24; // msg_controllen
+                sys::write_mem(inj.tid, msg, sys::pod_bytes(&m))?;
+                sys::write_mem(inj.tid, iov, sys::pod_bytes(&[byte, 1u64]))?;
+                sys::write_mem(inj.tid, ctl, &[0u8; 24])?;
+                let flags = if cloexec { libc::MSG_CMSG_CLOEXEC } else { 0 } as u64;
+                let r = inj.call(libc::SYS_recvmsg, [sv[1] as u64, msg, flags, 0, 0, 0])?;
+                if r < 0 {
+                    Err(io::Error::from_raw_os_error(-r as i32))
+                } else {
+                    // cmsghdr { len: u64, level: i32, type: i32 } then the fd.
+                    let c: [i32; 5] = sys::read_pod(inj.tid, ctl)?;
+                    if c[2] == libc::SOL_SOCKET && c[3] == libc::SCM_RIGHTS {
+                        Ok(c[4])
+                    } else {
+                        Err(io::Error::from_raw_os_error(libc::EIO))
+                    }
+                }
+            }
+            Err(e) => Err(e),
+        };
+        for s in sv {
+            let _ = inj.call(libc::SYS_close, [s as u64, 0, 0, 0, 0, 0]);
+        }
+        // open(2) returns the lowest free fd (shells rely on it: close(0)
+        // then open("/dev/null") must give 0), but the socketpair held the
+        // lowest ones while the fd arrived: move it down to the lowest now
+        // free, as the kernel's open would have chosen.
+        let fd = got?;
+        let cmd = if cloexec { libc::F_DUPFD_CLOEXEC } else { libc::F_DUPFD };
+        let low = inj.call(libc::SYS_fcntl, [fd as u64, cmd as u64, 0, 0, 0, 0])?;
+        if low >= 0 && low < i64::from(fd) {
+            let _ = inj.call(libc::SYS_close, [fd as u64, 0, 0, 0, 0, 0]);
+            return Ok(low as i32);
+        }
+        if low >= 0 {
+            let _ = inj.call(libc::SYS_close, [low as u64, 0, 0, 0, 0, 0]);
+        }
+        Ok(fd)
+    }
+}
+
+/// Runs syscalls in a thread stopped at a seccomp stop, then resumes it
+/// with its original registers and a chosen return value.
+struct Injector {
+    tid: i32,
+    saved: libc::user_regs_struct,
+    /// Still at the seccomp stop (else at the exit stop of an injected call).
+    at_seccomp: bool,
+    /// Signals that arrived meanwhile, delivered afterwards.
+    signals: Vec<i32>,
+}
+
+impl Injector {
+    /// Runs syscall `nr(args)` in the tracee; returns its raw result.
+    fn call(&mut self, nr: libc::c_long, args: [u64; 6]) -> io::Result<i64> {
+        let mut r = self.saved;
+        r.rdi = args[0];
+        r.rsi = args[1];
+        r.rdx = args[2];
+        r.r10 = args[3];
+        r.r8 = args[4];
+        r.r9 = args[5];
+        if self.at_seccomp {
+            // Replace the stopped call: the kernel runs `nr` instead (its
+            // filter is checked again; a TRACE verdict is not re-reported).
+            r.orig_rax = nr as u64;
+            r.rax = nr as u64;
+            pt::setregs(self.tid, &r)?;
+            self.at_seccomp = false;
+        } else {
+            // At an exit stop: execute the `syscall` instruction again.
+            r.rip = self.saved.rip - 2;
+            r.rax = nr as u64;
+            r.orig_rax = nr as u64;
+            pt::setregs(self.tid, &r)?;
+        }
+        self.until_exit()?;
+        Ok(pt::getregs(self.tid)?.rax as i64)
+    }
+
+    /// Resumes with PTRACE_SYSCALL until the tracee is at a syscall-exit
+    /// stop; stashes signals that arrive meanwhile.
+    fn until_exit(&mut self) -> io::Result<()> {
+        pt::syscall(self.tid, 0)?;
+        loop {
+            let st = waitpid(Pid::from_raw(self.tid), Some(WaitPidFlag::__WALL)).map_err(io::Error::from)?;
+            match st {
+                WaitStatus::PtraceSyscall(_) => {
+                    if pt::syscall_stop_kind(self.tid)? == pt::SYSCALL_INFO_EXIT {
+                        return Ok(());
+                    }
+                    pt::syscall(self.tid, 0)?;
+                }
+                WaitStatus::PtraceEvent(_, _, libc::PTRACE_EVENT_SECCOMP) => pt::syscall(self.tid, 0)?,
+                WaitStatus::PtraceEvent(_, sig, _) | WaitStatus::Stopped(_, sig) => {
+                    self.signals.push(sig as i32);
+                    pt::syscall(self.tid, 0)?;
+                }
+                WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH))
+                }
+                _ => pt::syscall(self.tid, 0)?,
+            }
+        }
+    }
+
+    /// Restores the original registers with return value `ret` and
+    /// continues the tracee.
+    fn finish(&mut self, ret: i64) -> io::Result<()> {
+        let mut r = self.saved;
+        r.rax = ret as u64;
+        if self.at_seccomp {
+            // Nothing was injected: skip the original call.
+            r.orig_rax = u64::MAX;
+        }
+        pt::setregs(self.tid, &r)?;
+        pt::cont(self.tid, 0)
+    }
+}
+
+/// Skips the call a thread is stopped at and makes it return `ret`.
+fn skip(tid: i32, mut regs: libc::user_regs_struct, ret: i64) -> io::Result<()> {
+    regs.orig_rax = u64::MAX;
+    regs.rax = ret as u64;
+    pt::setregs(tid, &regs)?;
+    pt::cont(tid, 0)
+}
+
+/// Sends `sig` again to thread `tid` (held back while it was stopped).
+fn resend(tid: i32, sig: i32) {
+    if sig == libc::SIGTRAP || sig == 0 {
+        return;
+    }
+    if let Ok(tgid) = pt::tgid(tid) {
+        // SAFETY: tgkill(2) with integer arguments.
+        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) };
+    }
+}
+
+/// The path of `pid`'s program inside its container: `/proc/PID/exe`
+/// relative to `/proc/PID/root`.
+fn exe_in_container(pid: i32) -> Option<String> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let root = std::fs::read_link(format!("/proc/{pid}/root")).ok()?;
+    let exe = exe.to_string_lossy().into_owned();
+    let root = root.to_string_lossy().into_owned();
+    if root == "/" {
+        return Some(exe);
+    }
+    exe.strip_prefix(&root)
+        .filter(|rest| rest.starts_with('/'))
+        .map(str::to_string)
+        .or(Some(exe))
+}

@@ -1,0 +1,163 @@
+//! ptrace(2) wrappers for the ptrace platform (x86-64 registers), and the
+//! probe that tells whether seccomp user notification works here.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use super::cvt;
+
+/// `PTRACE_GET_SYSCALL_INFO` (Linux 5.3) and its `op` values.
+const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
+/// Stopped at syscall entry.
+pub const SYSCALL_INFO_ENTRY: u8 = 1;
+/// Stopped at syscall exit.
+pub const SYSCALL_INFO_EXIT: u8 = 2;
+/// Stopped by a `SECCOMP_RET_TRACE`.
+pub const SYSCALL_INFO_SECCOMP: u8 = 3;
+
+/// The options every tracee gets: seccomp stops, follow every clone, fork,
+/// vfork and exec, tell syscall stops apart (TRACESYSGOOD), and kill the
+/// tracees if the tracer exits (EXITKILL: fail closed).
+pub const OPTIONS: libc::c_int = libc::PTRACE_O_TRACESECCOMP
+    | libc::PTRACE_O_TRACECLONE
+    | libc::PTRACE_O_TRACEFORK
+    | libc::PTRACE_O_TRACEVFORK
+    | libc::PTRACE_O_TRACEEXEC
+    | libc::PTRACE_O_TRACESYSGOOD
+    | libc::PTRACE_O_EXITKILL;
+
+fn req(request: libc::c_uint, pid: i32, addr: usize, data: usize) -> io::Result<libc::c_long> {
+    // SAFETY: ptrace(2) requests that take integers, or a pointer the
+    // callers below pass to a live, correctly sized local.
+    cvt(unsafe { libc::ptrace(request, pid, addr as *mut libc::c_void, data as *mut libc::c_void) })
+}
+
+/// PTRACE_SEIZE `pid` with [`OPTIONS`]: traced without being stopped.
+pub fn seize(pid: i32) -> io::Result<()> {
+    req(libc::PTRACE_SEIZE, pid, 0, OPTIONS as usize).map(|_| ())
+}
+
+/// PTRACE_CONT, delivering `sig` (0 for none).
+pub fn cont(pid: i32, sig: i32) -> io::Result<()> {
+    req(libc::PTRACE_CONT, pid, 0, sig as usize).map(|_| ())
+}
+
+/// PTRACE_SYSCALL: continue to the next syscall entry or exit stop.
+pub fn syscall(pid: i32, sig: i32) -> io::Result<()> {
+    req(libc::PTRACE_SYSCALL, pid, 0, sig as usize).map(|_| ())
+}
+
+/// PTRACE_LISTEN: leave a group-stopped tracee stopped, but let SIGCONT
+/// (job control) resume it.
+pub fn listen(pid: i32) -> io::Result<()> {
+    req(libc::PTRACE_LISTEN, pid, 0, 0).map(|_| ())
+}
+
+/// PTRACE_GETEVENTMSG: the new pid of a clone/fork event.
+pub fn event_msg(pid: i32) -> io::Result<u64> {
+    let mut v: libc::c_ulong = 0;
+    req(libc::PTRACE_GETEVENTMSG, pid, 0, &mut v as *mut _ as usize)?;
+    Ok(v)
+}
+
+/// The tracee's general registers.
+pub fn getregs(pid: i32) -> io::Result<libc::user_regs_struct> {
+    // SAFETY: user_regs_struct is plain integers; all-zero is valid.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    req(libc::PTRACE_GETREGS, pid, 0, &mut regs as *mut _ as usize)?;
+    Ok(regs)
+}
+
+/// Sets the tracee's general registers.
+pub fn setregs(pid: i32, regs: &libc::user_regs_struct) -> io::Result<()> {
+    req(libc::PTRACE_SETREGS, pid, 0, regs as *const _ as usize).map(|_| ())
+}
+
+/// The kind of syscall stop the tracee is in ([`SYSCALL_INFO_ENTRY`],
+/// [`SYSCALL_INFO_EXIT`], [`SYSCALL_INFO_SECCOMP`], 0 for none).
+pub fn syscall_stop_kind(pid: i32) -> io::Result<u8> {
+    // struct ptrace_syscall_info starts with `__u8 op`; 88 bytes cover it.
+    let mut buf = [0u64; 11];
+    req(
+        PTRACE_GET_SYSCALL_INFO,
+        pid,
+        std::mem::size_of_val(&buf),
+        buf.as_mut_ptr() as usize,
+    )?;
+    Ok(buf[0].to_ne_bytes()[0])
+}
+
+/// The pid (in our pid namespace) of the process behind `pidfd`, from
+/// /proc/self/fdinfo (`Pid:`; -1 once it has exited).
+pub fn pidfd_pid(pidfd: BorrowedFd<'_>) -> io::Result<i32> {
+    let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&p: &i32| p > 0)
+        .ok_or_else(|| io::Error::other("the process has exited"))
+}
+
+/// The thread group (process) of thread `tid`.
+pub fn tgid(tid: i32) -> io::Result<i32> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::other(format!("no Tgid for {tid}")))
+}
+
+/// Whether this process (and so its descendants, which inherit its seccomp
+/// filters) can create a seccomp notify listener: a forked child sets
+/// no_new_privs and installs an allow-all filter with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`. The kernel refuses it when a filter
+/// already in the chain has a listener (EBUSY) or lacks the feature.
+/// Returns the errno of the refusal.
+pub fn probe_notify() -> Result<(), io::Error> {
+    let allow = [libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ALLOW,
+    }];
+    // SAFETY: the child only makes raw syscalls (prctl, seccomp, _exit) and
+    // touches no lock or allocator state.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            let prog = libc::sock_fprog {
+                len: 1,
+                filter: allow.as_ptr() as *mut libc::sock_filter,
+            };
+            // SAFETY: raw syscalls in the forked child with valid arguments.
+            let code = unsafe {
+                let failed = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                    || libc::syscall(
+                        libc::SYS_seccomp,
+                        libc::SECCOMP_SET_MODE_FILTER,
+                        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                        &prog as *const libc::sock_fprog,
+                    ) < 0;
+                if failed {
+                    *libc::__errno_location()
+                } else {
+                    0
+                }
+            };
+            // SAFETY: ends the child without running any Rust cleanup.
+            unsafe { libc::_exit(code & 0xff) }
+        }
+        child => {
+            let mut status = 0;
+            // SAFETY: waits for the child forked above.
+            if unsafe { libc::waitpid(child, &mut status, 0) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+                Some(0) => Ok(()),
+                Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+                None => Err(io::Error::other("the probe was killed")),
+            }
+        }
+    }
+}
