@@ -188,3 +188,24 @@ fn a_multithreaded_exec_stays_traced() {
         stderr(&out)
     );
 }
+
+/// No way out of tracing: clone(CLONE_UNTRACED) is refused (EPERM) and
+/// clone3 gets ENOSYS (libc falls back to clone). (A listener of the
+/// container's own, which would outrank TRACE, is the security suite's
+/// `a_container_cannot_install_its_own_listener_or_relax_its_filter`, run
+/// on ptrace by `make test-ptrace`.)
+#[test]
+fn children_cannot_escape_the_tracer() {
+    // clone(CLONE_UNTRACED | SIGCHLD) is 56(0x800011); clone3 is 435.
+    let env = ptrace_env("probe syscall 56 0x800011; probe syscall 435 0 0");
+    let id = unique("pt-untraced");
+    let out = env.run_keep(&id);
+    let l = lines(&out);
+    assert_eq!(
+        l.first().map(String::as_str),
+        Some("err EPERM"),
+        "{l:?} {}",
+        stderr(&out)
+    );
+    assert_eq!(l.get(1).map(String::as_str), Some("err ENOSYS"), "{l:?}");
+}

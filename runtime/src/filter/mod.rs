@@ -94,12 +94,17 @@ fn emit_arg(out: &mut Vec<Insn>, m: &ArgMatch, fails: &mut Vec<usize>) {
 /// becomes `SECCOMP_RET_TRACE` (a ptrace stop of the seized caller; with no
 /// tracer attached the kernel fails the call with ENOSYS: fail closed).
 ///
-/// On ptrace the program also starts by refusing (EBUSY, what the kernel
-/// answers on seccomp-notify, where cordon's listener is already in the
-/// chain) a `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)`:
-/// `SECCOMP_RET_USER_NOTIF` takes precedence over `SECCOMP_RET_TRACE`, so a
-/// listener of the container's own would receive the calls meant for the
-/// supervisor and could let them run.
+/// On ptrace the program starts with a guard that keeps every process
+/// traced and every call meant for the supervisor on its way there:
+/// - `seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)`
+///   fails with EBUSY (what notify containers get, their chain having
+///   cordon's listener): `SECCOMP_RET_USER_NOTIF` outranks
+///   `SECCOMP_RET_TRACE`, so a listener of the container's own would take
+///   the supervisor's calls and could let them run;
+/// - `clone` with `CLONE_UNTRACED` fails with EPERM (the child would not be
+///   traced: no exec check, ENOSYS for every intercepted call);
+/// - `clone3` fails with ENOSYS (its flags are in memory BPF cannot read;
+///   libc falls back to clone).
 pub fn compile_for(policy: &Policy, platform: crate::config::Platform) -> Vec<Insn> {
     let mut p = compile(policy);
     if platform != crate::config::Platform::Ptrace {
@@ -110,33 +115,41 @@ pub fn compile_for(policy: &Policy, platform: crate::config::Platform) -> Vec<In
             i.k = libc::SECCOMP_RET_TRACE;
         }
     }
-    let ebusy = action_value(Action::Deny, libc::EBUSY);
+    // The guard, then the policy's program at END:
+    //  0 ld arch;  1 x86-64? else END;  2 ld nr
+    //  3 seccomp? else 8;  4 ld arg0;  5 SET_MODE_FILTER? else END
+    //  6 ld arg1;  7 NEW_LISTENER set? -> EBUSY else END
+    //  8 clone? else 11;  9 ld arg0;  10 CLONE_UNTRACED set? -> EPERM else END
+    //  11 clone3? -> ENOSYS else END;  12 EBUSY;  13 EPERM;  14 ENOSYS
+    const END: usize = 15;
+    let rel = |from: usize, to: usize| (to - from - 1) as u8;
+    let (jeq, jset) = (
+        libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+        libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K,
+    );
     let mut prefix = vec![
         ld(OFF_ARCH),
-        jump(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, AUDIT_ARCH_X86_64, 0, 7),
+        jump(jeq, AUDIT_ARCH_X86_64, 0, rel(1, END)),
         ld(OFF_NR),
-        jump(
-            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
-            libc::SYS_seccomp as u32,
-            0,
-            5,
-        ),
+        jump(jeq, libc::SYS_seccomp as u32, 0, rel(3, 8)),
         ld(off_arg_lo(0)),
-        jump(
-            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            3,
-        ),
+        jump(jeq, libc::SECCOMP_SET_MODE_FILTER, 0, rel(5, END)),
         ld(off_arg_lo(1)),
         jump(
-            libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K,
+            jset,
             libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32,
-            0,
-            1,
+            rel(7, 12),
+            rel(7, END),
         ),
-        ret(ebusy),
+        jump(jeq, libc::SYS_clone as u32, 0, rel(8, 11)),
+        ld(off_arg_lo(0)),
+        jump(jset, libc::CLONE_UNTRACED as u32, rel(10, 13), rel(10, END)),
+        jump(jeq, libc::SYS_clone3 as u32, rel(11, 14), rel(11, END)),
+        ret(action_value(Action::Deny, libc::EBUSY)),
+        ret(action_value(Action::Deny, libc::EPERM)),
+        ret(action_value(Action::Deny, libc::ENOSYS)),
     ];
+    debug_assert_eq!(prefix.len(), END);
     prefix.append(&mut p);
     prefix
 }
@@ -318,7 +331,7 @@ mod tests {
     fn ptrace_variant_traces_what_notify_notifies() {
         let policy = Policy::load("default").unwrap();
         let (n, t) = (compile(&policy), compile_for(&policy, crate::config::Platform::Ptrace));
-        assert_eq!(n.len() + 9, t.len(), "only the 9-instruction listener guard is added");
+        assert_eq!(n.len() + 15, t.len(), "only the 15-instruction guard is added");
         let mut traced = 0;
         for nr in 0..520u32 {
             let (a, b) = (
@@ -344,6 +357,21 @@ mod tests {
         assert_eq!(
             evaluate(&t, AUDIT_ARCH_X86_64, seccomp, &[filter, 0, 0, 0, 0, 0]),
             evaluate(&n, AUDIT_ARCH_X86_64, seccomp, &[filter, 0, 0, 0, 0, 0])
+        );
+        // Children stay traced.
+        let clone = libc::SYS_clone as u32;
+        let untraced = libc::CLONE_UNTRACED as u64;
+        assert_eq!(
+            evaluate(&t, AUDIT_ARCH_X86_64, clone, &[untraced | 0x11, 0, 0, 0, 0, 0]),
+            action_value(Action::Deny, libc::EPERM)
+        );
+        assert_eq!(
+            evaluate(&t, AUDIT_ARCH_X86_64, clone, &[0x11, 0, 0, 0, 0, 0]),
+            libc::SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            evaluate(&t, AUDIT_ARCH_X86_64, libc::SYS_clone3 as u32, &[0; 6]),
+            action_value(Action::Deny, libc::ENOSYS)
         );
     }
 
