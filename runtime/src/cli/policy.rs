@@ -76,6 +76,14 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
+    // The rotated part first (the trail is bounded, see supervisor::audit).
+    if let Ok(old) = std::fs::read_to_string(cordon::supervisor::audit::rotated(&path)) {
+        for l in old.lines() {
+            if let Ok(r) = serde_json::from_str::<Record>(l) {
+                print_record(&r, a.json);
+            }
+        }
+    }
     let mut reader = std::io::BufReader::new(file);
     let mut line = String::new();
     loop {
@@ -86,6 +94,15 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
+            // Rotated meanwhile: go on with the new file.
+            use std::os::unix::fs::MetadataExt;
+            let now = std::fs::metadata(&path).map(|m| m.ino()).ok();
+            if now.is_some() && now != reader.get_ref().metadata().map(|m| m.ino()).ok() {
+                if let Ok(f) = std::fs::File::open(&path) {
+                    reader = std::io::BufReader::new(f);
+                }
+                continue;
+            }
             let pos = reader.stream_position()?;
             reader.seek(std::io::SeekFrom::Start(pos))?;
             continue;
