@@ -9,3 +9,7 @@ apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
   libseccomp-dev pkg-config gcc libc6-dev make jq procps iproute2 \
   busybox-static debootstrap runc crun containerd docker.io podman \
   protobuf-compiler >/dev/null
+# cargo-fuzz, for `make fuzz` and `make fuzz-smoke` (tools/fuzz.sh).
+if ! command -v cargo-fuzz >/dev/null; then
+  cargo install --locked cargo-fuzz
+fi
