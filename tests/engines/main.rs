@@ -475,11 +475,6 @@ state = "{state}"
         self.runc_root.join(NS)
     }
 
-    /// `cordon --root <the shim's root> <args>`.
-    fn cordon(&self, args: &[&str]) -> Ran {
-        self.cordon_in(&self.cordon_root(), args)
-    }
-
     /// `cordon --root ROOT <args>`.
     fn cordon_in(&self, root: &Path, args: &[&str]) -> Ran {
         run_timeout(
@@ -831,85 +826,15 @@ fn ctr_run_probe_sees_emulated_uname() {
     c.assert_gone(&id);
 }
 
-/// A detached task: the shim's create/start, then exec, ps, kill and delete
-/// through ctr, with cordon's own view (state) in between.
+/// A detached task through containerd's runc shim with cordon as the runc
+/// binary (see [`detached_task_lifecycle`]).
 #[test]
 fn ctr_detached_task_exec_kill_delete() {
     let _g = serial();
     let c = Containerd::start();
     c.import_busybox();
     let id = unique("ctr-detached");
-
-    let mut args: Vec<String> = vec!["run".into(), "-d".into()];
-    args.extend(c.runc_flags());
-    args.extend([IMAGE.to_string(), id.clone(), "sleep".into(), "1000".into()]);
-    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
-
-    // containerd's task is cordon's running container, same pid.
-    let ls = c.ctr(&["task", "ls"]);
-    let task_pid: Option<i64> = ls
-        .stdout
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(id.as_str()))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok());
-    let st = c.cordon(&["state", &id]);
-    assert!(st.success(), "cordon state {id} failed\n{st}\n{}", c.diagnostics());
-    let state: Value = serde_json::from_str(&st.stdout).expect("cordon state prints JSON");
-    assert_eq!(state["status"], "running", "cordon state: {state}");
-    assert_eq!(
-        task_pid,
-        state["pid"].as_i64(),
-        "ctr task ls pid vs cordon state pid\n{ls}\n{state}"
-    );
-
-    let fifo = c.fifo_dir.to_string_lossy().into_owned();
-    let ex = c.ctr(&[
-        "task",
-        "exec",
-        "--fifo-dir",
-        &fifo,
-        "--exec-id",
-        "e1",
-        &id,
-        "uname",
-        "-r",
-    ]);
-    assert!(
-        ex.success() && ex.stdout.trim() == CORDON_RELEASE,
-        "expected ctr task exec to exit 0 printing {CORDON_RELEASE}\n{ex}\n{}",
-        c.diagnostics()
-    );
-
-    let ps = c.ctr(&["task", "ps", &id]);
-    assert!(ps.success(), "ctr task ps failed\n{ps}\n{}", c.diagnostics());
-
-    let k = c.ctr(&["task", "kill", "-s", "SIGKILL", &id]);
-    assert!(k.success(), "ctr task kill failed\n{k}\n{}", c.diagnostics());
-    let stopped = poll(|| {
-        let ls = c.ctr(&["task", "ls"]);
-        let line = ls
-            .stdout
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(id.as_str()));
-        match line {
-            Some(l) if l.contains("STOPPED") => Ok(()),
-            other => Err(format!("task line {other:?}")),
-        }
-    });
-    if let Err(e) = stopped {
-        panic!("task {id} not STOPPED after SIGKILL: {e}\n{}", c.diagnostics());
-    }
-
-    let rm = c.ctr(&["task", "rm", &id]);
-    assert!(rm.success(), "ctr task rm failed\n{rm}\n{}", c.diagnostics());
-    assert!(
-        rm.stderr.contains("137") || rm.stdout.contains("137"),
-        "expected ctr task rm to report exit code 137\n{rm}"
-    );
-    let crm = c.ctr(&["container", "rm", &id]);
-    assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
-    c.assert_gone(&id);
+    detached_task_lifecycle(&c, &id, c.runc_flags(), &c.cordon_root());
 }
 
 // ---------------------------------------------------------------------------
@@ -1016,30 +941,25 @@ fn shim_ctr_run_tty() {
     c.assert_gone(&id);
 }
 
-/// A detached task through cordon's shim: exec (output and exit code),
-/// ps, pause/resume, metrics, cordon's view and audit trail, kill, delete.
-#[test]
-fn shim_detached_task_exec_pause_kill_delete() {
-    let _g = serial();
-    let c = Containerd::start();
-    require_shim(&c);
-    c.import_busybox();
-    let id = unique("shim-detached");
-
+/// A detached task (`ctr run -d ... sleep`) through `run_flags`' shim, with
+/// cordon's containers in `root`: cordon's state agrees with containerd's,
+/// `ctr task exec` (output and exit code), ps, pause/resume, metrics, the
+/// exec in cordon's audit trail, kill, delete (137), nothing left behind.
+fn detached_task_lifecycle(c: &Containerd, id: &str, run_flags: Vec<String>, root: &Path) {
     let mut args: Vec<String> = vec!["run".into(), "-d".into()];
-    args.extend(c.shim_flags());
-    args.extend([IMAGE.to_string(), id.clone(), "sleep".into(), "1000".into()]);
+    args.extend(run_flags);
+    args.extend([IMAGE.to_string(), id.to_string(), "sleep".into(), "1000".into()]);
     let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
-    wait_task_status(&c, &id, "RUNNING");
+    wait_task_status(c, id, "RUNNING");
 
     // containerd's task is a cordon container in the shim's root, same pid.
-    let st = c.cordon_in(&c.shim_root(), &["state", &id]);
+    let st = c.cordon_in(root, &["state", id]);
     assert!(st.success(), "cordon state {id} failed\n{st}\n{}", c.diagnostics());
     let state: Value = serde_json::from_str(&st.stdout).expect("cordon state prints JSON");
     assert_eq!(state["status"], "running", "cordon state: {state}");
     assert_eq!(
-        task_line(&c, &id).map(|t| t.0),
+        task_line(c, id).map(|t| t.0),
         state["pid"].as_i64(),
         "pids differ: {state}"
     );
@@ -1052,7 +972,7 @@ fn shim_detached_task_exec_pause_kill_delete() {
         &fifo,
         "--exec-id",
         "e1",
-        &id,
+        id,
         "uname",
         "-r",
     ]);
@@ -1068,7 +988,7 @@ fn shim_detached_task_exec_pause_kill_delete() {
         &fifo,
         "--exec-id",
         "e2",
-        &id,
+        id,
         "sh",
         "-c",
         "exit 5",
@@ -1080,7 +1000,7 @@ fn shim_detached_task_exec_pause_kill_delete() {
         c.diagnostics()
     );
 
-    let ps = c.ctr(&["task", "ps", &id]);
+    let ps = c.ctr(&["task", "ps", id]);
     let pid = state["pid"].as_i64().unwrap_or(-1).to_string();
     assert!(
         ps.success()
@@ -1092,14 +1012,14 @@ fn shim_detached_task_exec_pause_kill_delete() {
         c.diagnostics()
     );
 
-    let p = c.ctr(&["task", "pause", &id]);
+    let p = c.ctr(&["task", "pause", id]);
     assert!(p.success(), "ctr task pause failed\n{p}\n{}", c.diagnostics());
-    wait_task_status(&c, &id, "PAUSED");
-    let p = c.ctr(&["task", "resume", &id]);
+    wait_task_status(c, id, "PAUSED");
+    let p = c.ctr(&["task", "resume", id]);
     assert!(p.success(), "ctr task resume failed\n{p}\n{}", c.diagnostics());
-    wait_task_status(&c, &id, "RUNNING");
+    wait_task_status(c, id, "RUNNING");
 
-    let m = c.ctr(&["task", "metrics", "--format", "json", &id]);
+    let m = c.ctr(&["task", "metrics", "--format", "json", id]);
     assert!(m.success(), "ctr task metrics failed\n{m}\n{}", c.diagnostics());
     let metrics: Value = serde_json::from_str(&m.stdout).unwrap_or(Value::Null);
     assert!(
@@ -1108,25 +1028,36 @@ fn shim_detached_task_exec_pause_kill_delete() {
     );
 
     // The exec went through the supervisor: its uname is in the audit trail.
-    let audit = c.cordon_in(&c.shim_root(), &["audit", "--json", &id]);
+    let audit = c.cordon_in(root, &["audit", "--json", id]);
     assert!(
         audit.success() && audit.stdout.contains("uname"),
         "expected cordon's audit trail to record uname\n{audit}\n{}",
         c.diagnostics()
     );
 
-    let k = c.ctr(&["task", "kill", "-s", "SIGKILL", &id]);
+    let k = c.ctr(&["task", "kill", "-s", "SIGKILL", id]);
     assert!(k.success(), "ctr task kill failed\n{k}\n{}", c.diagnostics());
-    wait_task_status(&c, &id, "STOPPED");
-    let rm = c.ctr(&["task", "rm", &id]);
+    wait_task_status(c, id, "STOPPED");
+    let rm = c.ctr(&["task", "rm", id]);
     assert!(rm.success(), "ctr task rm failed\n{rm}\n{}", c.diagnostics());
     assert!(
         rm.stderr.contains("137") || rm.stdout.contains("137"),
         "expected ctr task rm to report exit code 137\n{rm}"
     );
-    let crm = c.ctr(&["container", "rm", &id]);
+    let crm = c.ctr(&["container", "rm", id]);
     assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
-    c.assert_gone(&id);
+    c.assert_gone(id);
+}
+
+/// The same through cordon's own shim.
+#[test]
+fn shim_detached_task_exec_pause_kill_delete() {
+    let _g = serial();
+    let c = Containerd::start();
+    require_shim(&c);
+    c.import_busybox();
+    let id = unique("shim-detached");
+    detached_task_lifecycle(&c, &id, c.shim_flags(), &c.shim_root());
 }
 
 /// kill -9 of cordon's shim: containerd runs the shim's `delete` action,
