@@ -507,8 +507,13 @@ state = "{state}"
 
     /// `ctr run --rm --runtime io.containerd.cordon.v2 IMAGE id cmd...`.
     fn shim_run_rm(&self, id: &str, cmd: &[&str]) -> Ran {
+        self.run_rm_with(self.shim_flags(), id, cmd)
+    }
+
+    /// `ctr run --rm FLAGS IMAGE id cmd...`.
+    fn run_rm_with(&self, flags: Vec<String>, id: &str, cmd: &[&str]) -> Ran {
         let mut args: Vec<String> = vec!["run".into(), "--rm".into()];
-        args.extend(self.shim_flags());
+        args.extend(flags);
         args.push(IMAGE.into());
         args.push(id.into());
         args.extend(cmd.iter().map(|s| s.to_string()));
@@ -561,12 +566,7 @@ state = "{state}"
 
     /// `ctr run --rm --runc-binary cordon ... IMAGE id cmd...`.
     fn run_rm(&self, id: &str, cmd: &[&str]) -> Ran {
-        let mut args: Vec<String> = vec!["run".into(), "--rm".into()];
-        args.extend(self.runc_flags());
-        args.push(IMAGE.into());
-        args.push(id.into());
-        args.extend(cmd.iter().map(|s| s.to_string()));
-        self.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        self.run_rm_with(self.runc_flags(), id, cmd)
     }
 
     /// What to look at when something failed: containerd's warnings and
