@@ -100,6 +100,14 @@ impl containerd_shim::Shim for Shim {
             let _ = rt.delete(&self.id, true);
         }
         unmount_rootfs(&cwd.join("rootfs"));
+        // The killed shim's socket (its `address` file names it).
+        if let Ok(addr) = std::fs::read_to_string(cwd.join("address")) {
+            let path = addr.trim().trim_start_matches("unix://").to_string();
+            use std::os::unix::fs::FileTypeExt;
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()) {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
         Ok(DeleteResponse {
             exit_status: 128 + libc::SIGKILL as u32,
             exited_at: MessageField::some(now()),
@@ -276,6 +284,52 @@ fn unmount_rootfs(rootfs: &Path) {
     while nix::mount::umount2(rootfs, nix::mount::MntFlags::MNT_DETACH).is_ok() {}
 }
 
+/// Reaps the shim's zombie children that no watcher tracks: the shim does
+/// not reap every child (libcontainer waits for its own), but processes
+/// libcontainer forked for a create or exec that failed are left to the
+/// subreaper, and a zombie of the container's pid namespace keeps its init
+/// from ever finishing its exit. Runs under the state lock, so no build
+/// is in progress.
+fn reap_strays(tracked: &[i32]) {
+    let me = std::process::id();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{me}/task")) else {
+        return;
+    };
+    let children: Vec<i32> = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    for pid in children {
+        if tracked.contains(&pid) {
+            continue;
+        }
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+            .unwrap_or(false);
+        if zombie {
+            let _ = nix::sys::wait::waitpid(
+                nix::unistd::Pid::from_raw(pid),
+                Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+            );
+        }
+    }
+}
+
+impl Task {
+    /// Pids a watcher waits for (never reaped by [`reap_strays`]).
+    fn tracked(&self) -> Vec<i32> {
+        let mut v = vec![self.init.pid];
+        v.extend(self.execs.values().map(|p| p.pid));
+        v
+    }
+}
+
 fn watch_pid(pid: i32) -> ttrpc::Result<Arc<OwnedFd>> {
     cordon::sys::pidfd_open(pid)
         .map(Arc::new)
@@ -341,7 +395,10 @@ impl Service {
             stdio: prepared.stdio.clone(),
             ..Default::default()
         });
-        let container = created.map_err(|e| fail(rt_err(e)))?;
+        let container = created.map_err(|e| {
+            reap_strays(&[]);
+            fail(rt_err(e))
+        })?;
         let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
         let io = match prepared.connect() {
             Ok(io) => io,
@@ -559,7 +616,11 @@ impl containerd_shim::Task for Service {
                 ..Default::default()
             });
         }
-        let (pid, pidfd) = self.with_task(&req.id, |t| self.start_exec(t, &req.exec_id))?;
+        let (pid, pidfd) = self.with_task(&req.id, |t| {
+            let r = self.start_exec(t, &req.exec_id);
+            reap_strays(&t.tracked());
+            r
+        })?;
         self.inner.watch(req.exec_id.clone(), pid, pidfd);
         self.inner.publish(
             topics::TASK_EXEC_STARTED_EVENT_TOPIC,
@@ -692,6 +753,7 @@ impl containerd_shim::Task for Service {
 
     fn kill(&self, _ctx: &TtrpcContext, req: api::KillRequest) -> TtrpcResult<api::Empty> {
         self.with_task(&req.id, |t| {
+            reap_strays(&t.tracked());
             if req.exec_id.is_empty() {
                 if t.init.exit.is_some() && !req.all {
                     return Err(err(Code::NOT_FOUND, "process already finished"));

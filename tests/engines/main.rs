@@ -1000,6 +1000,19 @@ fn detached_task_lifecycle(c: &Containerd, id: &str, run_flags: Vec<String>, roo
         c.diagnostics()
     );
 
+    // A failed exec leaves nothing that keeps the task from stopping.
+    let bad = c.ctr(&[
+        "task",
+        "exec",
+        "--fifo-dir",
+        &fifo,
+        "--exec-id",
+        "e3",
+        id,
+        "/nonexistent",
+    ]);
+    assert!(!bad.success(), "an exec of a missing program must fail\n{bad}");
+
     let ps = c.ctr(&["task", "ps", id]);
     let pid = state["pid"].as_i64().unwrap_or(-1).to_string();
     assert!(

@@ -157,7 +157,18 @@ impl Runtime {
             fallback: fallback.clone(),
         };
         let sock = if policy.needs_supervisor() {
-            let hostname = spec.hostname().clone().unwrap_or_default();
+            // Without a hostname in the spec the container's nodename is the
+            // one its UTS namespace started with: the host's.
+            let hostname = spec
+                .hostname()
+                .clone()
+                .filter(|h| !h.is_empty())
+                .or_else(|| {
+                    nix::unistd::gethostname()
+                        .ok()
+                        .map(|h| h.to_string_lossy().into_owned())
+                })
+                .unwrap_or_default();
             let pid = spawn_supervisor(&opts.id, &dir, policy_name, &hostname, platform, fallback.as_deref())?;
             meta.supervisor_pid = Some(pid);
             if let Err(e) = self.save_meta(&opts.id, &meta) {

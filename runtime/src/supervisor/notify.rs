@@ -30,7 +30,7 @@ const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 /// The signal that interrupts a blocked handler whose caller is gone. Its
 /// handler does nothing and is installed without SA_RESTART, so the
 /// handler's blocking syscall fails with EINTR.
-const CANCEL: Signal = Signal::SIGUSR1;
+pub(super) const CANCEL: Signal = Signal::SIGUSR1;
 
 /// How often the handlers still blocked are checked for a caller that went
 /// away (only while there are any).
@@ -43,7 +43,7 @@ type Jobs = Arc<Mutex<HashMap<u64, libc::pid_t>>>;
 
 extern "C" fn on_cancel(_: libc::c_int) {}
 
-fn install_cancel_handler() {
+pub(super) fn install_cancel_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};

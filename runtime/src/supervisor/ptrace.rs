@@ -83,6 +83,7 @@ impl Tracer {
             .name("ptrace".into())
             .stack_size(512 * 1024)
             .spawn(move || {
+                super::notify::install_cancel_handler();
                 let mut t = Loop {
                     sup,
                     rx,
@@ -91,6 +92,7 @@ impl Tracer {
                     known: HashSet::new(),
                     fresh: HashSet::new(),
                     pending: HashMap::new(),
+                    jobs: Arc::new(std::sync::Mutex::new(HashMap::new())),
                 };
                 t.run(&sfd);
             })?;
@@ -134,6 +136,10 @@ struct Loop {
     /// Stopped threads waiting for a blocking handler; signals to deliver
     /// to them afterwards.
     pending: HashMap<i32, Vec<i32>>,
+    /// Caller tid -> tid of the thread running its blocking handler: when
+    /// the caller dies first, that thread is interrupted (notify's CANCEL
+    /// signal) so it does not hold a slot forever.
+    jobs: Arc<std::sync::Mutex<HashMap<i32, libc::pid_t>>>,
 }
 
 impl Loop {
@@ -176,7 +182,9 @@ impl Loop {
                 name,
                 outcome,
             } => {
-                let sigs = self.pending.remove(&tid).unwrap_or_default();
+                // A caller that died meanwhile is not answered: its tid may
+                // already name another thread.
+                let Some(sigs) = self.pending.remove(&tid) else { return };
                 self.answer(tid, *regs, &notif, name, outcome);
                 for s in sigs {
                     resend(tid, s);
@@ -244,7 +252,20 @@ impl Loop {
                 let pid = pid.as_raw();
                 self.known.remove(&pid);
                 self.fresh.remove(&pid);
-                self.pending.remove(&pid);
+                if self.pending.remove(&pid).is_some() {
+                    let job = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).get(&pid).copied();
+                    if let Some(thread) = job {
+                        // SAFETY: tgkill(2) on a thread of this process.
+                        unsafe {
+                            libc::syscall(
+                                libc::SYS_tgkill,
+                                std::process::id() as libc::pid_t,
+                                thread,
+                                super::notify::CANCEL as libc::c_int,
+                            )
+                        };
+                    }
+                }
             }
             _ => {}
         }
@@ -284,6 +305,7 @@ impl Loop {
                 return self.answer(tid, regs, &notif, name, out);
             }
             let (sup, tx, wake) = (Arc::clone(&self.sup), self.tx.clone(), Arc::clone(&self.wake));
+            let jobs = Arc::clone(&self.jobs);
             let notif2 = Box::new(notif);
             self.pending.insert(tid, Vec::new());
             let spawned = std::thread::Builder::new()
@@ -295,7 +317,17 @@ impl Loop {
                         listener: None,
                         notif: &notif2,
                     };
-                    let mut out = job(&ctx);
+                    jobs.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(tid, nix::unistd::gettid().as_raw());
+                    // The caller may have died before we registered.
+                    let alive = std::path::Path::new(&format!("/proc/{tid}")).exists();
+                    let mut out = if alive {
+                        job(&ctx)
+                    } else {
+                        Outcome::new(Reply::Errno(libc::EINTR), action, String::new())
+                    };
+                    jobs.lock().unwrap_or_else(|e| e.into_inner()).remove(&tid);
                     if out.detail.is_empty() {
                         out.detail = detail;
                     }
