@@ -65,6 +65,29 @@ fn t(key: &'static str, spec: &'static str, calls: u64, what: &'static str, expe
     }
 }
 
+/// The loops of a container under the default policy, on either platform
+/// (`uname`, `open` and `open_denied` say how each call is answered).
+fn default_policy_tests(uname: &'static str, open: &'static str, open_denied: &'static str) -> Vec<Test> {
+    vec![
+        t(
+            "getppid",
+            "getppid",
+            T_NATIVE,
+            "not intercepted (allowed in BPF)",
+            Some("OK"),
+        ),
+        t("uname", "uname", T_TRIP, uname, Some("OK")),
+        t("open", "open:/bench/data", T_OPEN, open, Some("OK")),
+        t(
+            "open-denied",
+            "open:/proc/kallsyms",
+            T_OPEN,
+            open_denied,
+            Some("EACCES"),
+        ),
+    ]
+}
+
 fn configs(env: &Env) -> Vec<Config> {
     let audit = env.runtime("cordon-audit", Some(&env.audit_policy.to_string_lossy()));
     vec![
@@ -100,59 +123,30 @@ fn configs(env: &Env) -> Vec<Config> {
         Config {
             name: "cordon (default)",
             kind: Kind::Container(env.runtime("cordon", Some("default"))),
-            tests: vec![
-                t(
-                    "getppid",
-                    "getppid",
-                    T_NATIVE,
-                    "not intercepted (allowed in BPF)",
-                    Some("OK"),
-                ),
-                t("uname", "uname", T_TRIP, "emulated by the supervisor", Some("OK")),
-                t(
-                    "open",
-                    "open:/bench/data",
-                    T_OPEN,
+            tests: {
+                let mut v = default_policy_tests(
+                    "emulated by the supervisor",
                     "emulated open (openat2 + ADDFD) + close",
-                    Some("OK"),
-                ),
-                t(
-                    "open-denied",
-                    "open:/proc/kallsyms",
-                    T_OPEN,
                     "denied by the supervisor (path rule)",
-                    Some("EACCES"),
-                ),
-                t("bpf", "bpf", T_CHEAP, "refused in BPF (no round trip)", Some("EPERM")),
-            ],
+                );
+                v.push(t(
+                    "bpf",
+                    "bpf",
+                    T_CHEAP,
+                    "refused in BPF (no round trip)",
+                    Some("EPERM"),
+                ));
+                v
+            },
         },
         Config {
             name: "cordon-ptrace (default)",
             kind: Kind::Container(env.runtime("cordon-ptrace", Some("default"))),
-            tests: vec![
-                t(
-                    "getppid",
-                    "getppid",
-                    T_NATIVE,
-                    "not intercepted (allowed in BPF)",
-                    Some("OK"),
-                ),
-                t("uname", "uname", T_TRIP, "emulated at a ptrace stop", Some("OK")),
-                t(
-                    "open",
-                    "open:/bench/data",
-                    T_OPEN,
-                    "emulated open (openat2 + fd injected by 6 syscalls in the tracee) + close",
-                    Some("OK"),
-                ),
-                t(
-                    "open-denied",
-                    "open:/proc/kallsyms",
-                    T_OPEN,
-                    "denied at a ptrace stop (path rule)",
-                    Some("EACCES"),
-                ),
-            ],
+            tests: default_policy_tests(
+                "emulated at a ptrace stop",
+                "emulated open (openat2 + fd injected by 6 syscalls in the tracee) + close",
+                "denied at a ptrace stop (path rule)",
+            ),
         },
         Config {
             name: "cordon (getppid audited)",

@@ -63,12 +63,19 @@ fn ret(v: u32) -> Insn {
     stmt(libc::BPF_RET | libc::BPF_K, v)
 }
 
-/// The seccomp return value for an action.
+/// The seccomp return value for an action on seccomp-notify.
 pub fn action_value(action: Action, errno: i32) -> u32 {
+    action_value_on(action, errno, libc::SECCOMP_RET_USER_NOTIF)
+}
+
+/// The seccomp return value for an action, `supervisor` being what sends a
+/// call to the supervisor on the platform (`SECCOMP_RET_USER_NOTIF` or
+/// `SECCOMP_RET_TRACE`).
+fn action_value_on(action: Action, errno: i32, supervisor: u32) -> u32 {
     match action {
         Action::Allow => libc::SECCOMP_RET_ALLOW,
         Action::Deny => libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA),
-        Action::Emulate | Action::Audit => libc::SECCOMP_RET_USER_NOTIF,
+        Action::Emulate | Action::Audit => supervisor,
         Action::Kill => libc::SECCOMP_RET_KILL_PROCESS,
     }
 }
@@ -106,15 +113,10 @@ fn emit_arg(out: &mut Vec<Insn>, m: &ArgMatch, fails: &mut Vec<usize>) {
 /// - `clone3` fails with ENOSYS (its flags are in memory BPF cannot read;
 ///   libc falls back to clone).
 pub fn compile_for(policy: &Policy, platform: crate::config::Platform) -> Vec<Insn> {
-    let mut p = compile(policy);
     if platform != crate::config::Platform::Ptrace {
-        return p;
+        return compile(policy);
     }
-    for i in p.iter_mut() {
-        if i.code == (libc::BPF_RET | libc::BPF_K) as u16 && i.k == libc::SECCOMP_RET_USER_NOTIF {
-            i.k = libc::SECCOMP_RET_TRACE;
-        }
-    }
+    let mut p = compile_with(policy, libc::SECCOMP_RET_TRACE);
     // The guard, then the policy's program at END:
     //  0 ld arch;  1 x86-64? else END;  2 ld nr
     //  3 seccomp? else 8;  4 ld arg0;  5 SET_MODE_FILTER? else END
@@ -154,8 +156,16 @@ pub fn compile_for(policy: &Policy, platform: crate::config::Platform) -> Vec<In
     prefix
 }
 
-/// Compiles `policy` to a BPF program for x86-64 (with i386 and x32 refused).
+/// Compiles `policy` to a BPF program for x86-64 (with i386 and x32 refused)
+/// on seccomp-notify.
 pub fn compile(policy: &Policy) -> Vec<Insn> {
+    compile_with(policy, libc::SECCOMP_RET_USER_NOTIF)
+}
+
+/// [`compile`], `supervisor` being the return value that sends a call to
+/// the supervisor.
+fn compile_with(policy: &Policy, supervisor: u32) -> Vec<Insn> {
+    let action_value = |a, e| action_value_on(a, e, supervisor);
     let default_ret = action_value(policy.default_action, policy.default_errno);
     let enosys = action_value(Action::Deny, libc::ENOSYS);
     let mut p = vec![

@@ -306,7 +306,8 @@ impl Policy {
             net,
             source: file,
         };
-        let insns = crate::filter::compile(&policy).len();
+        // The ptrace platform's program is the longer one (a guard first).
+        let insns = crate::filter::compile_for(&policy, crate::config::Platform::Ptrace).len();
         if insns > MAX_INSNS {
             return Err(invalid(
                 "syscall".into(),

@@ -393,7 +393,7 @@ impl Loop {
             .map(|p| self.sup.policy.paths.access(p) == crate::policy::PathAccess::Deny)
             .unwrap_or(false);
         if denied {
-            if let Ok(fd) = sys::pidfd_open(pt::tgid(pid).unwrap_or(pid)) {
+            if let Ok(fd) = super::syscalls::pidfd_of(pid) {
                 let _ = sys::pidfd_send_signal(fd.as_fd(), libc::SIGKILL);
             }
         }
@@ -461,7 +461,7 @@ impl Loop {
         }
         let sv: [i32; 2] = sys::read_pod(inj.tid, sv_addr)?;
         let sent = (|| -> io::Result<()> {
-            let pidfd = sys::pidfd_open(pt::tgid(inj.tid)?)?;
+            let pidfd = super::syscalls::pidfd_of(inj.tid)?;
             let ours = sys::pidfd_getfd(pidfd.as_fd(), sv[0])?;
             let fds = [fd.as_raw_fd()];
             nix::sys::socket::sendmsg::<()>(

@@ -22,6 +22,8 @@ pub mod decode {
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 
+pub(crate) use path::pidfd_of;
+
 use super::Supervisor;
 use crate::sys;
 
