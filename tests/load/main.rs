@@ -145,6 +145,53 @@ fn a_flood_of_intercepted_calls_does_not_starve_a_quiet_neighbour() {
     assert_no_new_fds(&fds);
 }
 
+/// The supervisor rotates the audit trail at 16 MiB (supervisor/audit.rs):
+/// under a flood of recorded calls the state directory holds the current
+/// file and one rotated file, each about 16 MiB, and `cordon audit` reads
+/// across both.
+#[test]
+fn a_flood_of_recorded_calls_rotates_the_audit_trail() {
+    const MAX: u64 = 16 << 20;
+    let _serial = serial();
+    let fds = open_fds();
+    // Every round of the flood is an emulated uname and an emulated open,
+    // both recorded by the default policy.
+    let env = Env::busybox(&["probe", "flood", "4"]);
+    let id = unique("rotate");
+    start(&env, &id);
+    let dir = env.root.path().join(".cordon").join(&id);
+    let (cur, old) = (dir.join("audit.jsonl"), dir.join("audit.jsonl.1"));
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    wait_until("the audit trail to rotate", TIMEOUT, || match old.exists() {
+        true => Ok(()),
+        false => Err(format!("audit.jsonl at {} bytes", size(&cur))),
+    });
+    // The rotated file is one full trail; the current one starts again.
+    let rotated = size(&old);
+    assert!((MAX..MAX + 4096).contains(&rotated), "rotated trail: {rotated} bytes");
+    assert!(size(&cur) < MAX, "current trail: {} bytes", size(&cur));
+    // Still recording after the rotation, into the new file.
+    wait_until("records in the new trail", TIMEOUT, || match size(&cur) {
+        0 => Err("empty".to_string()),
+        _ => Ok(()),
+    });
+    ok(&env.cordon(&["kill", &id, "KILL"]));
+    let records = env.audit(&id);
+    assert!(
+        records.len() as u64 > MAX / 200,
+        "cordon audit reads the rotated trail too: {} records",
+        records.len()
+    );
+    assert!(records.iter().any(|r| r["syscall"] == "uname"), "uname recorded");
+    assert!(
+        size(&old) < MAX + 4096 && size(&cur) < MAX + 4096,
+        "bounded after the kill"
+    );
+    ok(&env.cordon(&["delete", "--force", &id]));
+    env.assert_no_leftovers(&[&id]);
+    assert_no_new_fds(&fds);
+}
+
 /// A FIFO at `dir/name`.
 fn mkfifo(dir: &Path, name: &str) -> PathBuf {
     let p = dir.join(name);

@@ -103,6 +103,8 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_readlinkat,
     libc::SYS_getdents64,
     libc::SYS_unlink,
+    // rotating the audit trail (audit.rs): std::fs::rename is rename(2)
+    libc::SYS_rename,
     // the file handlers, performed for the caller (supervisor/syscalls/fs.rs)
     libc::SYS_mkdirat,
     libc::SYS_mknodat,
