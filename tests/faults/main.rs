@@ -111,10 +111,19 @@ fn killing_the_supervisor_with_a_call_pending_kills_the_container() {
         }
     });
     let sup = env.supervisor_pid(&id);
+    // The watchdog is the supervisor's child: the small static program
+    // (runtime/watchdog/watchdog.c), named after the container.
+    let children = std::fs::read_to_string(format!("/proc/{sup}/task/{sup}/children")).unwrap();
+    let watchdog: i32 = children.split_whitespace().next().expect("a watchdog").parse().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{watchdog}/cmdline")).unwrap();
+    assert_eq!(cmdline, format!("cordon-watchdog\0{id}\0").into_bytes());
+    let rss = proc_status(watchdog, "VmRSS").unwrap();
+    assert!(rss < 256, "the watchdog keeps {rss} kB resident");
     signal(sup, libc::SIGKILL);
 
     // Fail closed: the whole container dies with its supervisor.
     wait_gone(reader, "the pending caller to die");
+    wait_gone(watchdog, "the watchdog to exit after killing the container");
     wait_status(&env, &id, "stopped");
     assert!(
         !host.path().join("after").exists(),

@@ -82,25 +82,26 @@ fn measure(env: &Env, rt: &Runtime, n: usize, so: &mut SectionOut) -> anyhow::Re
             }
         }
     }
-    // Processes of this runtime that stay: their command line names our root.
+    // Processes of this runtime that stay: supervisors (their command line
+    // names our root) and their children (the watchdogs).
     let root = format!("{}/", rt.root.to_string_lossy());
-    let procs: Vec<procfs::Proc> = procfs::processes()
-        .into_iter()
-        .filter(|p| p.cmdline.iter().any(|a| a.contains(&root)))
-        .collect();
-    let sup_pids: Vec<i32> = procs
+    let all = procfs::processes();
+    let sup_pids: Vec<i32> = all
         .iter()
+        .filter(|p| p.cmdline.iter().any(|a| a.contains(&root)))
         .filter(|p| p.cmdline.get(1).map(String::as_str) == Some("supervise"))
         .map(|p| p.pid)
         .collect();
+    let procs: Vec<&procfs::Proc> = all
+        .iter()
+        .filter(|p| p.cmdline.iter().any(|a| a.contains(&root)) || sup_pids.contains(&p.ppid))
+        .collect();
     for p in &procs {
         row.helper_processes += 1;
-        if p.cmdline.get(1).map(String::as_str) == Some("supervise") {
-            if sup_pids.contains(&p.ppid) {
-                row.watchdogs += 1;
-            } else {
-                row.supervisors += 1;
-            }
+        if sup_pids.contains(&p.ppid) {
+            row.watchdogs += 1;
+        } else if sup_pids.contains(&p.pid) {
+            row.supervisors += 1;
         }
         row.helper_rss_kib += procfs::rss_kib(p.pid).unwrap_or(0);
         row.helper_pss_kib += procfs::pss_kib(p.pid).unwrap_or(0);
@@ -182,7 +183,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         2.0,
         "MiB",
         format!(
-            "sum of VmRSS of every `cordon supervise` process ({} supervisors + {} watchdogs) / {n} idle \
+            "sum of VmRSS of every supervisor and watchdog process ({} supervisors + {} watchdogs) / {n} idle \
              containers; PSS {} MiB, anonymous (RssAnon) {} MiB",
             cordon.map(|r| r.supervisors).unwrap_or(0),
             cordon.map(|r| r.watchdogs).unwrap_or(0),
@@ -216,8 +217,8 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         "{n} idle busybox `sleep 3600` containers (`create` + `start`) under runc, deleted, then {n} under \
          cordon (default policy). Memory per container: the container's memory cgroup \
          (`memory.usage_in_bytes`, includes kernel memory), plus the host processes the runtime leaves \
-         running per container (cordon: `cordon supervise` = supervisor + watchdog; runc: none), as VmRSS, \
-         as PSS (shared pages split among sharers; the watchdog is a fork of the supervisor) and as anonymous \
+         running per container (cordon: `cordon supervise` and its `cordon-watchdog`; runc: none), as VmRSS, \
+         as PSS (shared pages split among sharers) and as anonymous \
          memory (RssAnon: what each process really owns; VmRSS also counts the runtime binary's pages, shared \
          by every supervisor). Total = cgroup + PSS. The MemAvailable drop is system-wide and noisy.\n\n"
     );

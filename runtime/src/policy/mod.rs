@@ -333,6 +333,74 @@ impl Policy {
         }
     }
 
+    /// Whether syscall `name` is refused whatever its arguments: its first
+    /// rule denies (or kills) with no condition, or no rule names it and
+    /// the default action denies.
+    fn always_refuses(&self, name: &str) -> bool {
+        let refuses = |a: Action| matches!(a, Action::Deny | Action::Kill);
+        let Some(nr) = table::number(name) else { return false };
+        match self.rules.get(&nr).and_then(|r| r.first()) {
+            Some(first) => first.args.is_empty() && refuses(first.action),
+            None => refuses(self.default_action),
+        }
+    }
+
+    /// Whether syscall `name` is refused whenever argument 0 has `bit`
+    /// set: its first rule denies (or kills) with no condition, or with
+    /// the one condition `arg0 & bit == bit`. Rules are first-match, so
+    /// later rules cannot let such a call through.
+    fn refuses_with_flag(&self, name: &str, bit: u64) -> bool {
+        let refuses = |a: Action| matches!(a, Action::Deny | Action::Kill);
+        let Some(nr) = table::number(name) else { return false };
+        match self.rules.get(&nr).and_then(|r| r.first()) {
+            Some(first) => {
+                refuses(first.action)
+                    && match first.args.as_slice() {
+                        [] => true,
+                        [a] => a.index == 0 && a.op == model::ArgOp::MaskedEq && a.mask == bit && a.value == bit,
+                        _ => false,
+                    }
+            }
+            None => refuses(self.default_action),
+        }
+    }
+
+    /// Whether no process under this policy can change its root directory:
+    /// chroot, pivot_root and setns are refused outright, and so is every
+    /// mount call (so a private mount namespace from unshare(CLONE_NEWNS)
+    /// stays an exact copy). The supervisor then keeps each caller's root
+    /// between calls (supervisor/task.rs).
+    pub fn pins_root(&self) -> bool {
+        [
+            "chroot",
+            "pivot_root",
+            "setns",
+            "mount",
+            "umount2",
+            "move_mount",
+            "open_tree",
+            "fsopen",
+            "fsconfig",
+            "fsmount",
+            "fspick",
+            "mount_setattr",
+        ]
+        .iter()
+        .all(|n| self.always_refuses(n))
+    }
+
+    /// Whether no process under this policy can enter another user
+    /// namespace: setns and clone3 are refused outright, unshare and clone
+    /// whenever CLONE_NEWUSER is set. The supervisor then checks each
+    /// caller's user namespace once (supervisor/task.rs).
+    pub fn pins_user_namespace(&self) -> bool {
+        let newuser = libc::CLONE_NEWUSER as u64;
+        self.always_refuses("setns")
+            && self.always_refuses("clone3")
+            && self.refuses_with_flag("unshare", newuser)
+            && self.refuses_with_flag("clone", newuser)
+    }
+
     /// Whether any rule can send a syscall to the supervisor.
     pub fn needs_supervisor(&self) -> bool {
         matches!(self.default_action, Action::Audit)
@@ -353,6 +421,21 @@ mod tests {
         for (name, _) in BUILTIN {
             Policy::load(name).unwrap();
         }
+    }
+
+    #[test]
+    fn pins_follow_the_rules_that_could_break_them() {
+        let default = Policy::load("default").unwrap();
+        assert!(default.pins_root() && default.pins_user_namespace());
+        let permissive = Policy::load("permissive").unwrap();
+        assert!(!permissive.pins_root() && !permissive.pins_user_namespace());
+        // One rule letting unshare(CLONE_NEWUSER) or chroot through, ahead
+        // of default's refusals, and the pin is gone.
+        let src = |extra: &str| format!("name = \"t\"\nextends = \"default\"\n{extra}");
+        let unshare = Policy::from_toml(&src("[[syscall]]\nnames = [\"unshare\"]\naction = \"allow\"\n"), "t").unwrap();
+        assert!(!unshare.pins_user_namespace() && unshare.pins_root());
+        let chroot = Policy::from_toml(&src("[[syscall]]\nnames = [\"chroot\"]\naction = \"audit\"\n"), "t").unwrap();
+        assert!(!chroot.pins_root() && chroot.pins_user_namespace());
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! glibc's process-wide wrappers), so a handler thread can take on the
 //! caller's credentials around the access and restore its own after.
 //!
-//! The caller's credentials are read from `/proc/<tid>/status`, which the
+//! The caller's credentials are read from `/proc/<tid>/status` (kept open
+//! between calls, [`super::task`]), which the
 //! kernel prints in the reader's user namespace. A caller in another user
 //! namespace gets no capabilities here: its capabilities only apply inside
 //! its own namespace.
@@ -51,29 +52,10 @@ impl Creds {
     }
 
     /// The credentials of host thread `tid`, capabilities cleared when it
-    /// lives in another user namespace than the supervisor.
+    /// lives in another user namespace than the supervisor (through the
+    /// supervisor's kept `/proc` files, [`super::task`]).
     pub fn of(tid: i32) -> io::Result<Self> {
-        use std::io::Read;
-        use std::os::unix::fs::MetadataExt;
-        // One read: the file is about 1.5 KiB (read_to_string grows its
-        // buffer and reads again and again).
-        let mut buf = [0u8; 8192];
-        let n = std::fs::File::open(format!("/proc/{tid}/status"))?.read(&mut buf)?;
-        let status = std::str::from_utf8(&buf[..n]).map_err(|_| io::Error::other("unparsable /proc status"))?;
-        let mut c = Self::parse(status).ok_or_else(|| io::Error::other("unparsable /proc status"))?;
-        static OURS: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
-        let ours = match OURS.get() {
-            Some(o) => *o,
-            None => {
-                let m = std::fs::metadata("/proc/self/ns/user")?;
-                *OURS.get_or_init(|| (m.dev(), m.ino()))
-            }
-        };
-        let theirs = std::fs::metadata(format!("/proc/{tid}/ns/user"))?;
-        if (theirs.dev(), theirs.ino()) != ours {
-            c.cap_eff = 0;
-        }
-        Ok(c)
+        super::task::creds(tid)
     }
 }
 
@@ -138,6 +120,12 @@ fn raw(nr: libc::c_long, a: libc::c_long, b: libc::c_long) -> io::Result<libc::c
 
 /// Runs `f` on this thread with `c`'s filesystem credentials, then
 /// restores the thread's own. If the switch fails, `f` does not run.
+///
+/// Only what differs is switched: the supervisor's fsuid and fsgid are 0,
+/// its supplementary groups are read once, and every syscall here costs
+/// a few microseconds (a new `struct cred` each), so a caller running as
+/// root with no supplementary groups (most containers) costs two
+/// capset(2) calls instead of nine credential syscalls.
 pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
     // The supervisor's own credentials never change: read them once.
     static OWN: std::sync::OnceLock<([CapData; 2], Vec<libc::gid_t>)> = std::sync::OnceLock::new();
@@ -152,30 +140,65 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
         }
     };
     let saved_caps = *saved_caps;
-    let restore = |caps: &[CapData; 2]| {
-        let full = u64::from(caps[0].permitted) | (u64::from(caps[1].permitted) << 32);
-        let _ = capset_effective(caps, full);
-        let _ = raw(libc::SYS_setfsuid, 0, 0);
-        let _ = raw(libc::SYS_setfsgid, 0, 0);
-        let _ = raw(libc::SYS_setgroups, saved_groups.len() as _, saved_groups.as_ptr() as _);
+    let full = u64::from(saved_caps[0].permitted) | (u64::from(saved_caps[1].permitted) << 32);
+    let plan = Switch {
+        groups: c.groups != *saved_groups,
+        fsgid: c.fsgid != 0,
+        fsuid: c.fsuid != 0,
+        caps: c.cap_eff & full != full,
+    };
+    let restore = || {
+        if plan.caps {
+            let _ = capset_effective(&saved_caps, full);
+        }
+        if plan.fsuid {
+            let _ = raw(libc::SYS_setfsuid, 0, 0);
+        }
+        if plan.fsgid {
+            let _ = raw(libc::SYS_setfsgid, 0, 0);
+        }
+        if plan.groups {
+            let _ = raw(libc::SYS_setgroups, saved_groups.len() as _, saved_groups.as_ptr() as _);
+        }
     };
     let switch = || -> io::Result<()> {
-        raw(libc::SYS_setgroups, c.groups.len() as _, c.groups.as_ptr() as _)?;
-        raw(libc::SYS_setfsgid, c.fsgid as _, 0)?;
-        raw(libc::SYS_setfsuid, c.fsuid as _, 0)?;
-        // setfsuid returns the previous value; check the switch happened.
-        if raw(libc::SYS_setfsuid, -1, 0)? as u32 != c.fsuid {
-            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        if plan.groups {
+            raw(libc::SYS_setgroups, c.groups.len() as _, c.groups.as_ptr() as _)?;
         }
-        capset_effective(&saved_caps, c.cap_eff)
+        if plan.fsgid {
+            raw(libc::SYS_setfsgid, c.fsgid as _, 0)?;
+            // setfsgid returns the previous value; check the switch happened.
+            if raw(libc::SYS_setfsgid, -1, 0)? as u32 != c.fsgid {
+                return Err(io::Error::from_raw_os_error(libc::EPERM));
+            }
+        }
+        if plan.fsuid {
+            raw(libc::SYS_setfsuid, c.fsuid as _, 0)?;
+            if raw(libc::SYS_setfsuid, -1, 0)? as u32 != c.fsuid {
+                return Err(io::Error::from_raw_os_error(libc::EPERM));
+            }
+        }
+        if plan.caps {
+            capset_effective(&saved_caps, c.cap_eff)?;
+        }
+        Ok(())
     };
     if let Err(e) = switch() {
-        restore(&saved_caps);
+        restore();
         return Err(e);
     }
     let out = f();
-    restore(&saved_caps);
+    restore();
     Ok(out)
+}
+
+/// Which of the thread's credentials [`with`] changes for one caller.
+#[derive(Clone, Copy)]
+struct Switch {
+    groups: bool,
+    fsgid: bool,
+    fsuid: bool,
+    caps: bool,
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod handshake;
 mod notify;
 mod ptrace;
 pub mod syscalls;
+pub mod task;
 mod watchdog;
 
 use std::io::Write;
@@ -104,6 +105,13 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     // Handlers apply each caller's umask themselves.
     // SAFETY: umask(2) only changes this process's file mode creation mask.
     unsafe { libc::umask(0) };
+    // Root with every capability needs no supplementary groups; without
+    // them, a caller with none (container root, usually) needs no
+    // setgroups(2) around each emulated access (creds.rs). Before any
+    // thread starts, so glibc's process-wide call reaches every thread.
+    if let Err(e) = nix::unistd::setgroups(&[]) {
+        tracing::debug!("drop supplementary groups: {e}");
+    }
     let ptrace = opts.platform == crate::config::Platform::Ptrace;
     if ptrace {
         // The tracer reads SIGCHLD from a signalfd: block it in every
@@ -112,7 +120,8 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         mask.add(nix::sys::signal::Signal::SIGCHLD);
         mask.thread_block().map_err(|e| io_err("block SIGCHLD")(e.into()))?;
     }
-    let watchdog = watchdog::spawn().map_err(io_err("start watchdog"))?;
+    task::pin(policy.pins_user_namespace(), policy.pins_root());
+    let watchdog = watchdog::spawn(&opts.id).map_err(io_err("start watchdog"))?;
     confine::confine(ptrace).map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
     let sup = Arc::new(Supervisor {
         policy,
@@ -151,6 +160,8 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         let mut ready = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         ready.write_all(b"R").map_err(io_err("signal readiness"))?;
     }
+    // Off `create`'s critical path: it goes on as soon as it reads "R".
+    trim_file_pages();
 
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
@@ -164,6 +175,50 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
             .map_err(io_err("spawn thread"))?;
     }
     Ok(())
+}
+
+/// Drops this process's page-table entries for file pages it never
+/// modified (program text and read-only data of cordon and libc), so an
+/// idle supervisor's resident set is what it uses, not what starting up
+/// touched: the pages stay in the page cache, shared with every other
+/// cordon process, and the few the serving loop needs fault back in on
+/// first use (minor faults). Mappings holding any private copy of a page
+/// (relocated data, "Anonymous:" in smaps) are left alone, since
+/// MADV_DONTNEED would revert those to the file's contents.
+///
+/// Source: madvise(2) MADV_DONTNEED; proc(5) /proc/pid/smaps.
+fn trim_file_pages() {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return;
+    };
+    let mut current: Option<(usize, usize, bool)> = None;
+    let flush = |m: Option<(usize, usize, bool)>| {
+        if let Some((start, end, true)) = m {
+            // SAFETY: the range is one whole mapping of this process, not
+            // writable and with no private pages: dropping its page-table
+            // entries only makes the next access read the page cache again.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        }
+    };
+    for line in smaps.lines() {
+        let mut f = line.split_whitespace();
+        let first = f.next().unwrap_or("");
+        if let Some((a, b)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
+            flush(current.take());
+            let perms = f.next().unwrap_or("");
+            let path = f.nth(3).unwrap_or("");
+            let (Ok(start), Ok(end)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else {
+                continue;
+            };
+            let candidate = path.starts_with('/') && perms.as_bytes().get(1) == Some(&b'-');
+            current = Some((start, end, candidate));
+        } else if first == "Anonymous:" && f.next() != Some("0") {
+            if let Some(c) = current.as_mut() {
+                c.2 = false;
+            }
+        }
+    }
+    flush(current);
 }
 
 /// Serves one attaching process: takes its listener and starts a receiver
@@ -236,6 +291,8 @@ fn attach(
     }
     drop(stream);
     if att.role == handshake::Role::Init {
+        // Start-up is over: what the serving threads need faults back in.
+        trim_file_pages();
         wait_exit(att.pidfd.as_fd());
         sup.audit
             .record(0, "supervisor", "container init exited", "event", "exit");

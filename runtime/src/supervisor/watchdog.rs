@@ -1,6 +1,14 @@
 //! Fail closed: a tiny child process that kills the container if the
 //! supervisor dies.
 //!
+//! The child execs `cordon-watchdog` (runtime/watchdog/watchdog.c, built by
+//! build.rs and embedded here) from a sealed memfd: a static program with
+//! no libc whose resident set is a few pages, where a fork of the
+//! supervisor would keep a copy of its address space (about 1.7 MiB of
+//! resident memory) for the whole life of the container. If that exec
+//! fails (or the program was not built), the forked child runs the same
+//! protocol itself ([`watch`]).
+//!
 //! The supervisor keeps one end of a socketpair; the watchdog blocks reading
 //! the other. When the supervisor exits for any reason (a crash, SIGKILL, an
 //! OOM kill), the kernel closes its end, the read returns EOF, and the
@@ -19,10 +27,42 @@ use nix::unistd::{fork, ForkResult};
 
 use crate::sys;
 
+/// The watchdog program (an empty slice when build.rs had no C compiler).
+static PROGRAM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/watchdog"));
+
+/// A sealed memfd holding [`PROGRAM`], or `None` when there is none.
+fn program_memfd() -> Option<OwnedFd> {
+    use std::io::Write;
+    if PROGRAM.is_empty() {
+        return None;
+    }
+    // SAFETY: memfd_create(2) with a valid NUL-terminated name.
+    let fd = unsafe { libc::memfd_create(c"cordon-watchdog".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a new fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut file = std::fs::File::from(fd);
+    file.write_all(PROGRAM).ok()?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl(2) F_ADD_SEALS on our memfd.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return None;
+    }
+    Some(file.into())
+}
+
 /// Forks the watchdog. Must be called while the process has one thread.
-/// Returns the supervisor's end of the connection.
-pub fn spawn() -> std::io::Result<Option<UnixStream>> {
+/// `id` names the container in the watchdog's command line. Returns the
+/// supervisor's end of the connection.
+pub fn spawn(id: &str) -> std::io::Result<Option<UnixStream>> {
     let (ours, theirs) = UnixStream::pair()?;
+    let program = program_memfd();
+    let arg0 = c"cordon-watchdog";
+    let arg1 = std::ffi::CString::new(id).unwrap_or_default();
+    let argv = [arg0.as_ptr(), arg1.as_ptr(), std::ptr::null()];
+    let envp = [std::ptr::null::<libc::c_char>()];
     // SAFETY: called from `supervisor::run` before any thread is started, so
     // the child is a faithful copy with no lock held by another thread.
     match unsafe { fork() }.map_err(std::io::Error::from)? {
@@ -33,8 +73,29 @@ pub fn spawn() -> std::io::Result<Option<UnixStream>> {
         ForkResult::Child => {
             drop(ours);
             let fd = theirs.into_raw_fd();
-            // Keep only the connection, as fd 3.
+            // Keep only the connection, as fd 3 (and the program, as fd 4).
             let _ = nix::unistd::dup2(fd, 3);
+            if let Some(p) = &program {
+                if nix::unistd::dup2(p.as_raw_fd(), 4).is_ok() {
+                    // SAFETY: fcntl(2) on fd 4, which we just made. An ELF
+                    // program execs from a close-on-exec fd.
+                    unsafe { libc::fcntl(4, libc::F_SETFD, libc::FD_CLOEXEC) };
+                    let _ = sys::close_fds_from(5);
+                    // SAFETY: execveat(2) with AT_EMPTY_PATH on fd 4; argv
+                    // and envp are NULL-terminated arrays of C strings that
+                    // outlive the call. It returns only on failure.
+                    unsafe {
+                        libc::syscall(
+                            libc::SYS_execveat,
+                            4,
+                            c"".as_ptr(),
+                            argv.as_ptr(),
+                            envp.as_ptr(),
+                            libc::AT_EMPTY_PATH,
+                        )
+                    };
+                }
+            }
             let _ = sys::close_fds_from(4);
             // SAFETY: fd 3 is the connection we just placed there; we own it.
             let conn = unsafe { UnixStream::from_raw_fd(3) };
@@ -58,6 +119,7 @@ pub fn arm(conn: &UnixStream, pidfd: BorrowedFd<'_>) -> std::io::Result<()> {
     .map_err(std::io::Error::from)
 }
 
+/// The protocol of watchdog.c, for when the program cannot be exec'd.
 fn watch(mut conn: UnixStream) -> ! {
     let mut init: Option<OwnedFd> = None;
     loop {

@@ -7,7 +7,7 @@
 mod fs;
 mod net;
 mod open;
-mod path;
+pub(crate) mod path;
 mod sysinfo;
 mod uname;
 

@@ -21,7 +21,7 @@
 //! O_NONBLOCK) are finished on their own thread.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -203,22 +203,25 @@ enum Done {
 
 fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied> {
     let pid = ctx.pid();
-    let creds = Creds::of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let crate::supervisor::task::Caller { creds, root } =
+        crate::supervisor::task::caller(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let root: &Root = &root;
     let policy = &ctx.sup.policy.paths;
-    let root = root_of(pid)?;
 
     // The caller asked for scoped resolution: the kernel's own semantics on
     // a copy of its dirfd; the final path is still checked below.
     let scoped = req.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT) != 0;
-    let (base, target): (OwnedFd, Vec<u8>) = if scoped {
-        (dir_copy(pid, req.dirfd)?, req.path.clone())
+    let copy;
+    let (base, target): (BorrowedFd<'_>, Vec<u8>) = if scoped {
+        copy = dir_copy(pid, req.dirfd)?;
+        (copy.as_fd(), req.path.clone())
     } else {
-        let abs = match container_abs(&root, pid, req.dirfd, &req.path)? {
+        let abs = match container_abs(root, pid, req.dirfd, &req.path)? {
             Ok(abs) => abs,
             Err(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
             Err(_) => return reopen_exe(ctx, req, &creds),
         };
-        (root.try_clone()?, abs)
+        (root.as_fd(), abs)
     };
     let resolve = if scoped {
         req.resolve | RESOLVE_NO_MAGICLINKS
@@ -236,10 +239,10 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     // Lookup, decision and reopen run in one switch to the caller's
     // credentials (each switch is a dozen syscalls).
     as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
-        Ok(match sys::openat2(base.as_fd(), &target, lookup, 0, resolve) {
-            Ok(found) => decide_and_reopen(&root, found, req, &creds, policy, creating, may_block),
+        Ok(match sys::openat2(base, &target, lookup, 0, resolve) {
+            Ok(found) => decide_and_reopen(root, found, req, &creds, policy, creating, may_block),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && creating => {
-                create(&root, base.as_fd(), &target, req, &creds, policy, resolve)
+                create(root, base, &target, req, &creds, policy, resolve)
             }
             Err(e) => Err(e.into()),
         })
@@ -249,7 +252,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
 /// The decision on an existing object found by the lookup, then its reopen
 /// with the caller's flags (run with the caller's credentials).
 fn decide_and_reopen(
-    root: &OwnedFd,
+    root: &Root,
     found: OwnedFd,
     req: &Request,
     creds: &Creds,
@@ -288,7 +291,7 @@ fn decide_and_reopen(
 /// checked directory, so a symlink swapped in meanwhile fails (ELOOP)
 /// instead of redirecting the creation.
 fn create(
-    root: &OwnedFd,
+    root: &Root,
     base: std::os::fd::BorrowedFd<'_>,
     target: &std::ffi::CStr,
     req: &Request,

@@ -77,16 +77,47 @@ pub fn dir_copy(pid: i32, dirfd: i32) -> Result<OwnedFd, Denied> {
     sys::pidfd_getfd(pidfd.as_fd(), dirfd).map_err(|_| Denied::Errno(libc::EBADF))
 }
 
+/// A caller's root directory: an O_PATH fd on it, and (read once, on
+/// first use) the name readlink(2) gives it from the supervisor.
+pub struct Root {
+    fd: OwnedFd,
+    link: std::sync::OnceLock<PathBuf>,
+}
+
+impl Root {
+    /// Wraps an O_PATH fd on a root directory.
+    pub fn new(fd: OwnedFd) -> Self {
+        Self {
+            fd,
+            link: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// readlink of `/proc/self/fd/N` for the root fd.
+    fn link(&self) -> std::io::Result<&Path> {
+        if let Some(l) = self.link.get() {
+            return Ok(l);
+        }
+        let l = std::fs::read_link(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))?;
+        Ok(self.link.get_or_init(|| l))
+    }
+}
+
+impl AsFd for Root {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// The container path of an object we hold, given the caller's root.
 /// readlink of `/proc/self/fd/N` names it from the root of its mount
 /// namespace, which for a pivoted container is the container's root.
-pub fn container_path(root: &OwnedFd, fd: &OwnedFd) -> Result<PathBuf, Denied> {
-    let link = |f: &OwnedFd| std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()));
-    let p = link(fd)?;
-    let r = link(root)?;
+pub fn container_path(root: &Root, fd: &OwnedFd) -> Result<PathBuf, Denied> {
+    let p = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    let r = root.link()?;
     // Without pivot_root (chroot, --no-pivot) the path includes the rootfs.
     if r != Path::new("/") {
-        if let Ok(rest) = p.strip_prefix(&r) {
+        if let Ok(rest) = p.strip_prefix(r) {
             return Ok(Path::new("/").join(rest));
         }
     }
@@ -94,7 +125,7 @@ pub fn container_path(root: &OwnedFd, fd: &OwnedFd) -> Result<PathBuf, Denied> {
 }
 
 /// The caller's path made absolute inside the container.
-pub fn absolute(root: &OwnedFd, pid: i32, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Denied> {
+pub fn absolute(root: &Root, pid: i32, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Denied> {
     if path.first() == Some(&b'/') {
         return Ok(path.to_vec());
     }
@@ -255,16 +286,21 @@ pub fn split_parent(path: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
-/// The caller's root directory (`/proc/<tid>/root`), as an O_PATH fd.
-pub fn root_of(pid: i32) -> Result<OwnedFd, Denied> {
+/// The caller's root directory (`/proc/<tid>/root`), opened anew; see
+/// [`crate::supervisor::task::caller`] for the kept one.
+pub fn root_of(pid: i32) -> Result<Root, Denied> {
+    open_root(pid).map(Root::new).map_err(|_| Denied::Errno(libc::ESRCH))
+}
+
+/// An O_PATH fd on `/proc/<tid>/root`.
+pub fn open_root(pid: i32) -> std::io::Result<OwnedFd> {
     sys::openat2(
         cwd_fd(),
-        &cstr(format!("/proc/{pid}/root"))?,
+        &CString::new(format!("/proc/{pid}/root")).map_err(std::io::Error::other)?,
         (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
         0,
         0,
     )
-    .map_err(|_| Denied::Errno(libc::ESRCH))
 }
 
 /// The flags every lookup under the caller's root uses.
@@ -273,7 +309,7 @@ pub const IN_ROOT: u64 = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 /// A path of the caller made absolute inside its container, with the
 /// caller's own `/proc` aliases rewritten (`root/` and `cwd/` links
 /// folded in). `None` for links that need an object (`fd/N`, `exe`).
-pub fn container_abs(root: &OwnedFd, pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
+pub fn container_abs(root: &Root, pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
     let abs = absolute(root, pid, dirfd, path)?;
     let abs = rewrite_proc_self(pid, &abs);
     Ok(match own_magic_link(pid, &abs) {
