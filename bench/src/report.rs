@@ -23,6 +23,9 @@ pub struct Target {
     pub met: Option<bool>,
     /// How the value was obtained.
     pub detail: String,
+    /// What stands in the way of the target, found by profiling; shown
+    /// when it is missed.
+    pub obstacle: Option<String>,
 }
 
 impl Target {
@@ -36,7 +39,14 @@ impl Target {
             unit: unit.to_string(),
             met: value.map(|v| v <= limit),
             detail,
+            obstacle: None,
         }
+    }
+
+    /// The same target with what stands in its way.
+    pub fn because(mut self, obstacle: impl Into<String>) -> Self {
+        self.obstacle = Some(obstacle.into());
+        self
     }
 
     /// A target that could not be measured because cordon failed the run.
@@ -49,6 +59,7 @@ impl Target {
             unit: unit.to_string(),
             met: Some(false),
             detail,
+            obstacle: None,
         }
     }
 
@@ -222,6 +233,30 @@ pub fn write(
         .collect();
     md.push_str(&table(&["target", "goal", "measured", "verdict", "how"], &rows));
     md.push('\n');
+    let obstacles: Vec<&Target> = targets
+        .iter()
+        .filter(|t| t.met == Some(false) && t.obstacle.is_some())
+        .collect();
+    if !obstacles.is_empty() {
+        let _ = writeln!(
+            md,
+            "### What stands in the way
+
+From profiles of the supervisor and of `cordon run` on this kind of \
+             machine (`perf record`, `strace -f -ttt`, micro-benchmarks of single syscalls); see \
+             bench/README.md for how to reproduce them.\n"
+        );
+        for t in obstacles {
+            let _ = writeln!(
+                md,
+                "- **{}** ({}): {}",
+                t.name,
+                t.value_str(),
+                t.obstacle.as_deref().unwrap_or("")
+            );
+        }
+        md.push('\n');
+    }
 
     let _ = writeln!(md, "## Sections\n");
     let rows: Vec<Vec<String>> = sections

@@ -100,6 +100,7 @@ pub fn serve(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>) {
             // POLLHUP: every task using this filter has exited; no handler
             // has a caller any more.
             if !pending {
+                super::task::sweep();
                 return;
             }
             cancel_orphans(listener.as_fd(), &jobs, true);

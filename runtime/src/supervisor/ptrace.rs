@@ -250,6 +250,7 @@ impl Loop {
             }
             WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _) => {
                 let pid = pid.as_raw();
+                super::task::forget(pid);
                 self.known.remove(&pid);
                 self.fresh.remove(&pid);
                 if self.pending.remove(&pid).is_some() {

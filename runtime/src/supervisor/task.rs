@@ -100,7 +100,7 @@ fn lookup(tid: i32, want_root: bool) -> io::Result<(Creds, Option<Arc<Root>>)> {
         match e.status.read_at(&mut buf, 0) {
             Ok(len) if len > 0 => n = len,
             // ESRCH (or nothing): an earlier task that had this tid.
-            _ => forget(table, tid),
+            _ => drop_entry(table, tid),
         }
     }
     if n == 0 {
@@ -152,9 +152,36 @@ fn lookup(tid: i32, want_root: bool) -> io::Result<(Creds, Option<Arc<Root>>)> {
     Ok((creds, root))
 }
 
-fn forget(table: &mut Table, tid: i32) {
+fn drop_entry(table: &mut Table, tid: i32) {
     table.entries.remove(&tid);
     table.order.retain(|&t| t != tid);
+}
+
+/// Drops what is kept about thread `tid` (it exited).
+pub fn forget(tid: i32) {
+    let mut guard = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(table) = guard.as_mut() {
+        drop_entry(table, tid);
+    }
+}
+
+/// Drops what is kept about every thread that has exited, so the fds kept
+/// come back to what the live callers need. Called when a listener hangs
+/// up (every task using it has exited); costs one pread per entry.
+pub fn sweep() {
+    use std::os::unix::fs::FileExt;
+    let mut guard = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(table) = guard.as_mut() else { return };
+    let mut buf = [0u8; 64];
+    let dead: Vec<i32> = table
+        .entries
+        .iter()
+        .filter(|(_, e)| !matches!(e.status.read_at(&mut buf, 0), Ok(n) if n > 0))
+        .map(|(&tid, _)| tid)
+        .collect();
+    for tid in dead {
+        drop_entry(table, tid);
+    }
 }
 
 /// Whether `tid` lives in the supervisor's user namespace.
@@ -189,6 +216,25 @@ mod tests {
         let tid = rx.recv().unwrap();
         creds(tid).ok();
         t.join().unwrap();
+        // A sweep drops the dead thread's entry (and its fd) ...
+        let kept = |tid| {
+            TABLE
+                .lock()
+                .unwrap()
+                .as_ref()
+                .is_some_and(|t| t.entries.contains_key(&tid))
+        };
+        for _ in 0..100 {
+            sweep();
+            if !kept(tid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!kept(tid), "a sweep keeps a dead thread's entry");
+        // ... and keeps the live one's.
+        assert!(kept(me));
+        creds(tid).ok();
         // Give the kernel a moment to release the exited thread.
         let mut gone = false;
         for _ in 0..100 {
