@@ -235,6 +235,7 @@ pub fn write(
     md.push('\n');
     let obstacles: Vec<&Target> = targets
         .iter()
+        .copied()
         .filter(|t| t.met == Some(false) && t.obstacle.is_some())
         .collect();
     if !obstacles.is_empty() {

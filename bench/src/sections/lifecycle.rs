@@ -196,6 +196,20 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
                 num(crun, 2)
             ),
         )
+        .because(format!(
+            "with no supervisor at all (cordon-permissive, {} ms) cordon is already {}× crun, and runc is {}×: \
+             the container set-up is libcontainer's (youki's: namespaces, cgroups, mounts, as runc does them in \
+             Go and crun in C), and `cordon run` first copies its own binary (about 11 MB) into a sealed memfd \
+             and re-executes from it, as runc does, so that a container cannot overwrite it through \
+             /proc/self/exe (CVE-2019-5736; about 5 ms of a run in `strace -ttt`). The supervisor adds the \
+             other {} ms: a second start of the same dynamically linked binary (`cordon supervise`), the policy \
+             loaded again there, its confinement filters, its watchdog, and the handshake in which the \
+             container's init hands over its listener before it execs",
+            num(permissive, 1),
+            num(stats::ratio(permissive, crun), 2),
+            num(stats::ratio(runc, crun), 2),
+            num(cordon.zip(permissive).map(|(c, p)| c - p), 1),
+        ))
     });
 
     let mib = |k: f64| k / 1024.0;
