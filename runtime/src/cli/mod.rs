@@ -163,6 +163,9 @@ pub struct SuperviseArgs {
     /// Readiness pipe fd
     #[arg(long)]
     pub ready_fd: Option<i32>,
+    /// Bound supervisor socket fd (the supervisor binds its own without)
+    #[arg(long)]
+    pub listen_fd: Option<i32>,
     /// Platform: seccomp-notify or ptrace
     #[arg(long, default_value = "seccomp-notify")]
     pub platform: String,
@@ -215,6 +218,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 policy: a.policy,
                 hostname: a.hostname,
                 ready_fd: a.ready_fd,
+                listen_fd: a.listen_fd,
                 platform: cordon::config::Platform::parse(&a.platform, "--platform")?,
                 fallback: a.fallback,
             })?;

@@ -169,22 +169,25 @@ impl Runtime {
                         .map(|h| h.to_string_lossy().into_owned())
                 })
                 .unwrap_or_default();
-            let pid = spawn_supervisor(&opts.id, &dir, policy_name, &hostname, platform, fallback.as_deref())?;
-            meta.supervisor_pid = Some(pid);
+            let starting = spawn_supervisor(&opts.id, &dir, policy_name, &hostname, platform, fallback.as_deref())?;
+            meta.supervisor_pid = Some(starting.pid);
             if let Err(e) = self.save_meta(&opts.id, &meta) {
                 // meta.json is what `create`'s cleanup and `delete` find the
                 // supervisor by: without it, stop the supervisor here.
-                super::kill_supervisor(pid, &opts.id);
+                super::kill_supervisor(starting.pid, &opts.id);
                 return Err(e);
             }
-            Some(crate::supervisor::connect(&dir).map_err(io("connect to the supervisor"))?)
+            // The socket is bound already: the connection waits in its
+            // backlog until the supervisor accepts it.
+            let sock = crate::supervisor::connect(&dir).map_err(io("connect to the supervisor"))?;
+            Some((sock, starting))
         } else {
             self.save_meta(&opts.id, &meta)?;
             None
         };
         let executor = CordonExecutor {
             prog,
-            supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
+            supervisor: sock.as_ref().map(|(s, _)| s.as_raw_fd()),
             role: Role::Init,
             platform,
         };
@@ -206,7 +209,12 @@ impl Runtime {
             .with_no_pivot(opts.no_pivot)
             .build()
             .map_err(lib(format!("create {:?}", opts.id)))?;
-        drop(sock);
+        if let Some((sock, starting)) = sock {
+            drop(sock);
+            // The supervisor started while libcontainer built the
+            // container; the container is created only once it is ready.
+            starting.wait_ready(&opts.id)?;
+        }
         if new_netns(&spec) {
             if let Some(pid) = container.pid() {
                 loopback_up(pid.as_raw()).map_err(io("bring up lo in the container's network namespace"))?;
@@ -429,6 +437,48 @@ fn choose_platform(name: &str, policy: &Policy) -> Result<(crate::config::Platfo
 /// Starts `cordon supervise` for container `id` and waits until it listens.
 /// Returns its pid. The supervisor runs in its own session with stdio on
 /// /dev/null and its log, and inherits no fd but the readiness pipe.
+/// A supervisor started by [`spawn_supervisor`], not known to be ready yet.
+struct Starting {
+    pid: i32,
+    child: std::process::Child,
+    ready: OwnedFd,
+    log_path: PathBuf,
+}
+
+impl Starting {
+    /// Waits (up to 10 s) for the supervisor's "R"; on anything else kills
+    /// it and returns the last line of its log as the reason.
+    fn wait_ready(mut self, id: &str) -> Result<()> {
+        let mut buf = [0u8; 1];
+        let ok = wait_readable(&self.ready, 10_000)
+            && std::fs::File::from(self.ready)
+                .read(&mut buf)
+                .map(|n| n == 1 && buf[0] == b'R')
+                .unwrap_or(false);
+        if !ok {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+            let reason = log
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no reason given")
+                .to_string();
+            return Err(Error::Supervisor {
+                id: id.to_string(),
+                reason,
+            });
+        }
+        // The child is reaped by whoever inherits it (an engine's shim is a
+        // subreaper); forget the handle without waiting.
+        std::mem::forget(self.child);
+        Ok(())
+    }
+}
+
+/// Binds the supervisor's socket in `dir` and starts `cordon supervise`
+/// on it (fd 4), with a readiness pipe (fd 3); does not wait for it.
 fn spawn_supervisor(
     id: &str,
     dir: &Path,
@@ -436,10 +486,14 @@ fn spawn_supervisor(
     hostname: &str,
     platform: crate::config::Platform,
     fallback: Option<&str>,
-) -> Result<i32> {
+) -> Result<Starting> {
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::Io {
         what: "pipe".into(),
         source: e.into(),
+    })?;
+    let listener = crate::supervisor::bind(dir).map_err(|e| Error::Supervisor {
+        id: id.to_string(),
+        reason: e.to_string(),
     })?;
     let log_path = dir.join("supervisor.log");
     let log = std::fs::File::create(&log_path).map_err(io("create supervisor.log"))?;
@@ -457,6 +511,8 @@ fn spawn_supervisor(
         .arg(hostname)
         .arg("--ready-fd")
         .arg("3")
+        .arg("--listen-fd")
+        .arg("4")
         .arg("--platform")
         .arg(platform.name());
     if let Some(why) = fallback {
@@ -470,51 +526,33 @@ fn spawn_supervisor(
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
     let wfd = ready_w.as_raw_fd();
+    let lfd = listener.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and only
-    // makes async-signal-safe syscalls (dup2, fcntl, setsid, close_range).
+    // makes async-signal-safe syscalls (fcntl, dup2, setsid, close_range).
     unsafe {
         cmd.pre_exec(move || {
-            if wfd == 3 {
-                let fl = libc::fcntl(3, libc::F_GETFD);
-                libc::fcntl(3, libc::F_SETFD, fl & !libc::FD_CLOEXEC);
-            } else if libc::dup2(wfd, 3) < 0 {
+            // Out of the way of fds 3 and 4 first, then into place.
+            let w = libc::fcntl(wfd, libc::F_DUPFD, 5);
+            let l = libc::fcntl(lfd, libc::F_DUPFD, 5);
+            if w < 0 || l < 0 || libc::dup2(w, 3) < 0 || libc::dup2(l, 4) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             libc::setsid();
             // Every other inherited fd closes at exec (an engine's pipes
             // must not be held open by the supervisor).
-            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+            libc::syscall(libc::SYS_close_range, 5u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(io("start the supervisor"))?;
+    let child = cmd.spawn().map_err(io("start the supervisor"))?;
     drop(ready_w);
-    let pid = child.id() as i32;
-    let mut buf = [0u8; 1];
-    let ok = wait_readable(&ready_r, 10_000)
-        && std::fs::File::from(ready_r)
-            .read(&mut buf)
-            .map(|n| n == 1 && buf[0] == b'R')
-            .unwrap_or(false);
-    if !ok {
-        let _ = child.kill();
-        let _ = child.wait();
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let reason = log
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no reason given")
-            .to_string();
-        return Err(Error::Supervisor {
-            id: id.to_string(),
-            reason,
-        });
-    }
-    // The child is reaped by whoever inherits it (an engine's shim is a
-    // subreaper); forget the handle without waiting.
-    std::mem::forget(child);
-    Ok(pid)
+    drop(listener);
+    Ok(Starting {
+        pid: child.id() as i32,
+        child,
+        ready: ready_r,
+        log_path,
+    })
 }
 
 fn wait_readable(fd: &OwnedFd, timeout_ms: u16) -> bool {

@@ -68,6 +68,9 @@ pub struct Options {
     pub hostname: String,
     /// Write end of the pipe on which `create` waits for readiness.
     pub ready_fd: Option<RawFd>,
+    /// The socket `create` bound for this supervisor (it binds its own
+    /// with `None`).
+    pub listen_fd: Option<RawFd>,
     /// How container processes reach the supervisor.
     pub platform: crate::config::Platform,
     /// Why `create` fell back to this platform, if it did.
@@ -97,10 +100,12 @@ pub const MAX_BLOCKING: usize = 256;
 pub fn run(opts: Options) -> Result<(), SupervisorError> {
     let policy = Policy::load(&opts.policy)?;
     let audit = audit::AuditLog::open(Some(&opts.dir.join(AUDIT))).map_err(io_err("open audit log"))?;
-    let sock_path = socket_path(&opts.dir);
-    let _ = std::fs::remove_file(&sock_path);
-    let listener = bind(&opts.dir).map_err(io_err(format!("bind {}", sock_path.display())))?;
-    std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(io_err("chmod socket"))?;
+    let listener = match opts.listen_fd {
+        // SAFETY: `fd` is the bound socket `cordon create` passed us; nothing
+        // else in this process owns it.
+        Some(fd) => unsafe { UnixListener::from_raw_fd(fd) },
+        None => bind(&opts.dir)?,
+    };
 
     // Handlers apply each caller's umask themselves.
     // SAFETY: umask(2) only changes this process's file mode creation mask.
@@ -323,9 +328,17 @@ fn via_short_path<T>(dir: &Path, f: impl FnOnce(&Path) -> std::io::Result<T>) ->
     f(&socket_path(Path::new(&format!("/proc/self/fd/{}", d.as_raw_fd()))))
 }
 
-/// Binds the supervisor's socket in container dir `dir`.
-fn bind(dir: &Path) -> std::io::Result<UnixListener> {
-    via_short_path(dir, |p| UnixListener::bind(p))
+/// Binds the supervisor's socket in container dir `dir` (replacing a stale
+/// one), readable by root only.
+///
+/// Errors: [`SupervisorError::Io`] naming the step.
+pub fn bind(dir: &Path) -> Result<UnixListener, SupervisorError> {
+    let sock_path = socket_path(dir);
+    let _ = std::fs::remove_file(&sock_path);
+    let listener =
+        via_short_path(dir, |p| UnixListener::bind(p)).map_err(io_err(format!("bind {}", sock_path.display())))?;
+    std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(io_err("chmod socket"))?;
+    Ok(listener)
 }
 
 /// Connects to the supervisor of container dir `dir`.
