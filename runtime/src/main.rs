@@ -17,8 +17,8 @@ fn main() {
     // CVE-2019-5736: a container process could reach the runtime's binary
     // through /proc/<pid>/exe of a process cordon forks into the container
     // (the init before it execs, an exec'd process) and overwrite it. The
-    // commands that fork into containers re-exec from a sealed memfd copy
-    // first, as runc and youki do.
+    // commands that fork into containers re-exec from a copy of the binary
+    // no container can write first, as runc and youki do.
     if matches!(
         cli.cmd,
         Some(cli::Cmd::Create(_) | cli::Cmd::Run(_) | cli::Cmd::Exec(_))
@@ -31,7 +31,9 @@ fn main() {
                 unsafe { std::env::set_var(cordon::container::BINARY_ENV, exe) };
             }
         }
-        if let Err(e) = pentacle::ensure_sealed() {
+        // A read-only overlayfs view of the binary (runc 1.2's way), or a
+        // sealed memfd copy where overlayfs is unavailable.
+        if let Err(e) = cordon::sys::exeseal::ensure_sealed(&cli.root.join(".cordon").join("@lower")) {
             eprintln!("cordon: seal the runtime binary: {e}");
             std::process::exit(1);
         }

@@ -25,10 +25,12 @@ fn main() {
     find_cordon_binary();
     if serves() {
         // The container's processes are forked from this process: before
-        // their execve, /proc/PID/exe is the shim. Serving from a sealed
-        // memfd copy makes that unwritable (CVE-2019-5736), as the cordon
-        // CLI does for create, run and exec.
-        if let Err(e) = pentacle::ensure_sealed() {
+        // their execve, /proc/PID/exe is the shim. Serving from a read-only
+        // overlayfs view of the binary (or a sealed memfd copy) makes that
+        // unwritable (CVE-2019-5736), as the cordon CLI does for create,
+        // run and exec; the view costs no memory per shim, the copy its
+        // whole binary.
+        if let Err(e) = cordon::sys::exeseal::ensure_sealed(std::path::Path::new("/run/containerd/cordon/@lower")) {
             eprintln!("{RUNTIME_ID}: re-exec from a sealed copy: {e}");
             std::process::exit(1);
         }

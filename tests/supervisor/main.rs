@@ -717,9 +717,26 @@ fn container_processes_never_run_the_runtime_binary_from_disk() {
     ok(&env.create(&id));
     let pid = env.state(&id)["pid"].as_i64().unwrap();
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    assert!(exe.to_string_lossy().starts_with("/memfd:"), "init runs {exe:?}");
     let host = std::fs::canonicalize(cordon_bin()).unwrap();
     assert_ne!(exe, host);
+    // A read-only overlayfs view of the binary (EROFS), or a sealed memfd
+    // copy (EPERM from its write seal): even root cannot write it.
+    let err = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/exe"))
+        .expect_err("the init's binary opened for writing");
+    assert!(
+        matches!(
+            err.raw_os_error(),
+            Some(libc::EROFS) | Some(libc::EPERM) | Some(libc::ETXTBSY)
+        ),
+        "init runs {exe:?}: {err}"
+    );
+    let view = format!("/{}", host.file_name().unwrap().to_string_lossy());
+    assert!(
+        exe.to_string_lossy().starts_with("/memfd:") || exe.to_string_lossy() == view,
+        "init runs {exe:?}"
+    );
     ok(&env.cordon(&["delete", "--force", &id]));
 }
 
