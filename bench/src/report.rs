@@ -164,6 +164,43 @@ pub fn num(v: Option<f64>, d: usize) -> String {
     }
 }
 
+/// The chart of every measured target, as measured / goal.
+pub const TARGETS_CHART: &str = "targets.png";
+
+/// Draws each measured ratio or size target as measured / goal on a log
+/// axis (1 = at the goal; left of it: met). Returns false when no target
+/// has a value to draw.
+fn targets_chart(path: &Path, targets: &[&Target]) -> anyhow::Result<bool> {
+    let bars: Vec<crate::charts::Bar> = targets
+        .iter()
+        .filter(|t| t.limit > 0.0)
+        .filter_map(|t| {
+            let v = t.value?;
+            Some(crate::charts::Bar {
+                label: t.name.clone(),
+                value: (v / t.limit).max(1e-3),
+                color: if t.met == Some(true) { 3 } else { 0 },
+                note: format!("{} (goal {})", t.value_str(), t.goal),
+            })
+        })
+        .collect();
+    if bars.is_empty() {
+        return Ok(false);
+    }
+    crate::charts::hbars(
+        path,
+        "Targets: measured / goal (≤ 1 is met)",
+        "measured / goal (log scale)",
+        &bars,
+        true,
+        &[crate::charts::Marker {
+            at: 1.0,
+            label: "goal".into(),
+        }],
+    )?;
+    Ok(true)
+}
+
 /// Writes report.md and results.json.
 pub fn write(
     out: &Path,
@@ -233,6 +270,15 @@ pub fn write(
         .collect();
     md.push_str(&table(&["target", "goal", "measured", "verdict", "how"], &rows));
     md.push('\n');
+    match targets_chart(&out.join(TARGETS_CHART), &targets) {
+        Ok(true) => {
+            let _ = writeln!(md, "![{TARGETS_CHART}]({TARGETS_CHART})\n");
+        }
+        Ok(false) => {}
+        Err(e) => {
+            let _ = writeln!(md, "- **problem:** chart {TARGETS_CHART}: {e}\n");
+        }
+    }
     let obstacles: Vec<&Target> = targets
         .iter()
         .copied()
