@@ -55,7 +55,7 @@ impl Creds {
     /// lives in another user namespace than the supervisor (through the
     /// supervisor's kept `/proc` files, [`super::task`]).
     pub fn of(tid: i32) -> io::Result<Self> {
-        super::task::creds(tid)
+        super::task::creds(tid, 0)
     }
 }
 

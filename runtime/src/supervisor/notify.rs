@@ -73,6 +73,15 @@ fn cancel_orphans(listener: BorrowedFd<'_>, jobs: &Jobs, all: bool) {
 /// blocking handler has returned.
 pub fn serve(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>) {
     install_cancel_handler();
+    // However this returns, the callers of this listener are gone: drop
+    // what the supervisor kept about them (supervisor/task.rs).
+    struct Sweep(super::task::Owner);
+    impl Drop for Sweep {
+        fn drop(&mut self) {
+            super::task::sweep(self.0);
+        }
+    }
+    let _sweep = Sweep(syscalls::owner(Some(listener.as_fd())));
     let jobs: Jobs = Arc::default();
     let mut swept = Instant::now();
     loop {
@@ -100,7 +109,6 @@ pub fn serve(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>) {
             // POLLHUP: every task using this filter has exited; no handler
             // has a caller any more.
             if !pending {
-                super::task::sweep();
                 return;
             }
             cancel_orphans(listener.as_fd(), &jobs, true);

@@ -30,6 +30,12 @@ use std::sync::{Arc, Mutex};
 use super::creds::Creds;
 use super::syscalls::path::{open_root, Root};
 
+/// Which listener a lookup comes from: a task calls through one listener
+/// all its life (its filter's), so when that listener hangs up its
+/// entries can go. 0: none (the ptrace platform, which forgets a tid when
+/// the tracee exits).
+pub type Owner = u64;
+
 /// Threads whose entries are kept (the oldest is dropped beyond this).
 const KEPT: usize = 64;
 
@@ -44,6 +50,8 @@ pub fn pin(user_namespace: bool, root: bool) {
 }
 
 struct Entry {
+    /// The listener the entry was made for ([`Owner`]), 0 for none.
+    owner: u64,
     status: File,
     /// Whether the task shares the supervisor's user namespace (kept only
     /// when pinned).
@@ -73,15 +81,15 @@ pub struct Caller {
 /// in another user namespace than the supervisor).
 ///
 /// Errors: the thread is gone (ESRCH, ENOENT) or its status is unreadable.
-pub fn creds(tid: i32) -> io::Result<Creds> {
-    lookup(tid, false).map(|(c, _)| c)
+pub fn creds(tid: i32, owner: Owner) -> io::Result<Creds> {
+    lookup(tid, owner, false).map(|(c, _)| c)
 }
 
 /// The credentials and root directory of host thread `tid`.
 ///
 /// Errors: as [`creds`]; the root cannot be opened (the thread exited).
-pub fn caller(tid: i32) -> io::Result<Caller> {
-    let (creds, root) = lookup(tid, true)?;
+pub fn caller(tid: i32, owner: Owner) -> io::Result<Caller> {
+    let (creds, root) = lookup(tid, owner, true)?;
     let root = match root {
         Some(r) => r,
         None => Arc::new(Root::new(open_root(tid)?)),
@@ -89,7 +97,7 @@ pub fn caller(tid: i32) -> io::Result<Caller> {
     Ok(Caller { creds, root })
 }
 
-fn lookup(tid: i32, want_root: bool) -> io::Result<(Creds, Option<Arc<Root>>)> {
+fn lookup(tid: i32, owner: Owner, want_root: bool) -> io::Result<(Creds, Option<Arc<Root>>)> {
     use std::io::Read;
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 8192];
@@ -115,6 +123,7 @@ fn lookup(tid: i32, want_root: bool) -> io::Result<(Creds, Option<Arc<Root>>)> {
         table.entries.insert(
             tid,
             Entry {
+                owner,
                 status,
                 same_userns: None,
                 root: None,
@@ -165,23 +174,41 @@ pub fn forget(tid: i32) {
     }
 }
 
-/// Drops what is kept about every thread that has exited, so the fds kept
-/// come back to what the live callers need. Called when a listener hangs
-/// up (every task using it has exited); costs one pread per entry.
-pub fn sweep() {
+/// Drops what is kept about the callers of listener `owner` (non-zero;
+/// the listener hung up: none of them will call through it again, even if
+/// the kernel still shows one exiting) and about every thread that has
+/// exited (gone, or a zombie: it makes no more calls, and its tid is not
+/// reused before it is reaped), so the fds kept come back to what the live
+/// callers need. Costs one pread per entry.
+pub fn sweep(owner: u64) {
     use std::os::unix::fs::FileExt;
     let mut guard = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(table) = guard.as_mut() else { return };
-    let mut buf = [0u8; 64];
+    let mut buf = [0u8; 512];
     let dead: Vec<i32> = table
         .entries
         .iter()
-        .filter(|(_, e)| !matches!(e.status.read_at(&mut buf, 0), Ok(n) if n > 0))
+        .filter(|(_, e)| {
+            (owner != 0 && e.owner == owner)
+                || match e.status.read_at(&mut buf, 0) {
+                    Ok(n) if n > 0 => exited(&buf[..n]),
+                    _ => true,
+                }
+        })
         .map(|(&tid, _)| tid)
         .collect();
     for tid in dead {
         drop_entry(table, tid);
     }
+}
+
+/// Whether a status text says the task has exited (`State:` Z or X).
+fn exited(status: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(status);
+    text.lines()
+        .find_map(|l| l.strip_prefix("State:"))
+        .map(|s| matches!(s.trim_start().chars().next(), Some('Z') | Some('X')))
+        .unwrap_or(false)
 }
 
 /// Whether `tid` lives in the supervisor's user namespace.
@@ -204,17 +231,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn zombies_count_as_exited() {
+        assert!(exited(b"Name:\tsh\nUmask:\t0022\nState:\tZ (zombie)\nTgid:\t7\n"));
+        assert!(exited(b"Name:\tsh\nState:\tX (dead)\n"));
+        assert!(!exited(b"Name:\tsh\nUmask:\t0022\nState:\tS (sleeping)\n"));
+        assert!(!exited(b"Name:\tsh\n"));
+    }
+
+    #[test]
     fn an_entry_answers_for_its_own_task_only() {
         // This thread, twice: the second lookup reads the kept file.
         let me = nix::unistd::gettid().as_raw();
-        let a = creds(me).unwrap();
-        assert_eq!(creds(me).unwrap(), a);
+        let a = creds(me, 0).unwrap();
+        assert_eq!(creds(me, 0).unwrap(), a);
         // A thread that exits: its kept file no longer reads, so a lookup
         // of the same number fails instead of answering for it.
         let (tx, rx) = std::sync::mpsc::channel();
         let t = std::thread::spawn(move || tx.send(nix::unistd::gettid().as_raw()).unwrap());
         let tid = rx.recv().unwrap();
-        creds(tid).ok();
+        creds(tid, 0).ok();
         t.join().unwrap();
         // A sweep drops the dead thread's entry (and its fd) ...
         let kept = |tid| {
@@ -225,7 +260,7 @@ mod tests {
                 .is_some_and(|t| t.entries.contains_key(&tid))
         };
         for _ in 0..100 {
-            sweep();
+            sweep(0);
             if !kept(tid) {
                 break;
             }
@@ -234,11 +269,11 @@ mod tests {
         assert!(!kept(tid), "a sweep keeps a dead thread's entry");
         // ... and keeps the live one's.
         assert!(kept(me));
-        creds(tid).ok();
+        creds(tid, 0).ok();
         // Give the kernel a moment to release the exited thread.
         let mut gone = false;
         for _ in 0..100 {
-            if creds(tid).is_err() {
+            if creds(tid, 0).is_err() {
                 gone = true;
                 break;
             }

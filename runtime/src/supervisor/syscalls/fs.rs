@@ -70,7 +70,7 @@ fn fd_link(fd: &OwnedFd) -> CString {
 fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
     let pid = ctx.pid();
     let fdarg = |i: usize| ctx.arg(i) as i32;
-    let creds = Creds::of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
     // (dirfd, path argument index) of the first path, per syscall.
     let at = |dirfd_idx: Option<usize>, path_idx: usize| -> (i32, usize) {
         (dirfd_idx.map(fdarg).unwrap_or(libc::AT_FDCWD), path_idx)

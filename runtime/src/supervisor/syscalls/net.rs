@@ -19,7 +19,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::{Ctx, Outcome, Reply};
 use crate::policy::NetAction;
-use crate::supervisor::creds::{self, Creds};
+use crate::supervisor::creds;
 use crate::sys;
 
 /// Largest payload copied for one sendto/sendmsg; a longer stream write is
@@ -262,7 +262,7 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
     let blocking = is_blocking(&sock);
     // A unix socket file is reached with the caller's credentials (connect
     // needs write permission on it).
-    let creds = match dir.as_ref().map(|_| Creds::of(pid)).transpose() {
+    let creds = match dir.as_ref().map(|_| ctx.creds()).transpose() {
         Ok(c) => c,
         Err(_) => return Outcome::new(Reply::Errno(libc::ESRCH), "allow", detail),
     };

@@ -203,8 +203,7 @@ enum Done {
 
 fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied> {
     let pid = ctx.pid();
-    let crate::supervisor::task::Caller { creds, root } =
-        crate::supervisor::task::caller(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let crate::supervisor::task::Caller { creds, root } = ctx.caller().map_err(|_| Denied::Errno(libc::ESRCH))?;
     let root: &Root = &root;
     let policy = &ctx.sup.policy.paths;
 
