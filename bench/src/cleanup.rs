@@ -51,7 +51,10 @@ pub fn container_ids(root: &Path) -> Vec<String> {
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if !name.starts_with('.') && e.path().is_dir() && !ids.contains(&name) {
+                // Container ids are [A-Za-z0-9_+-.]; cordon keeps other
+                // entries there too (`@lower`, for its binary's view).
+                let id_like = name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+-.".contains(&b));
+                if id_like && !name.starts_with('.') && e.path().is_dir() && !ids.contains(&name) {
                     ids.push(name);
                 }
             }

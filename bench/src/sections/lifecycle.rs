@@ -199,12 +199,12 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         .because(format!(
             "with no supervisor at all (cordon-permissive, {} ms) cordon is already {}× crun, and runc is {}×: \
              the container set-up is libcontainer's (youki's: namespaces, cgroups, mounts, as runc does them in \
-             Go and crun in C), and `cordon run` first copies its own binary (about 11 MB) into a sealed memfd \
-             and re-executes from it, as runc does, so that a container cannot overwrite it through \
-             /proc/self/exe (CVE-2019-5736; about 5 ms of a run in `strace -ttt`). The supervisor adds the \
-             other {} ms: a second start of the same dynamically linked binary (`cordon supervise`), the policy \
-             loaded again there, its confinement filters, its watchdog, and the handshake in which the \
-             container's init hands over its listener before it execs",
+             Go and crun in C), and `cordon run` first re-executes itself from a read-only overlayfs view of \
+             its binary, as runc 1.2 does, so that a container cannot overwrite it through /proc/self/exe \
+             (CVE-2019-5736): a second exec of an 11 MB dynamically linked binary. The supervisor adds the \
+             other {} ms: a third start of that binary (`cordon supervise`, overlapped with libcontainer's \
+             build), the policy loaded again there, its confinement filters, its watchdog, and the handshake \
+             in which the container's init hands over its listener before it execs",
             num(permissive, 1),
             num(stats::ratio(permissive, crun), 2),
             num(stats::ratio(runc, crun), 2),
