@@ -193,6 +193,11 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
 ///
 /// Source: madvise(2) MADV_DONTNEED; proc(5) /proc/pid/smaps.
 fn trim_file_pages() {
+    // The heap too: parsing and compiling the policy freed far more than
+    // the supervisor keeps; glibc returns free pages to the kernel on
+    // request (malloc_trim(3)).
+    // SAFETY: malloc_trim only releases memory malloc holds free.
+    unsafe { libc::malloc_trim(0) };
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return;
     };
@@ -296,8 +301,12 @@ fn attach(
     }
     drop(stream);
     if att.role == handshake::Role::Init {
-        // Start-up is over: what the serving threads need faults back in.
-        trim_file_pages();
+        // Start-up is over once the init has run a moment (its first calls
+        // served, every thread started): what the serving threads need from
+        // then on faults back in.
+        if !exits_within(att.pidfd.as_fd(), 300) {
+            trim_file_pages();
+        }
         wait_exit(att.pidfd.as_fd());
         sup.audit
             .record(0, "supervisor", "container init exited", "event", "exit");
@@ -310,6 +319,12 @@ fn sys_set_sync_wakeup(listener: &OwnedFd) -> std::io::Result<()> {
 }
 
 /// Blocks until the process behind `pidfd` has exited (the pidfd polls readable).
+/// Whether the process of `pidfd` exits within `ms` milliseconds.
+fn exits_within(pidfd: std::os::fd::BorrowedFd<'_>, ms: u16) -> bool {
+    let mut pfd = [nix::poll::PollFd::new(pidfd, nix::poll::PollFlags::POLLIN)];
+    matches!(nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(ms)), Ok(n) if n > 0)
+}
+
 fn wait_exit(pidfd: std::os::fd::BorrowedFd<'_>) {
     let mut pfd = [nix::poll::PollFd::new(pidfd, nix::poll::PollFlags::POLLIN)];
     while let Err(nix::errno::Errno::EINTR) = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::NONE) {}
