@@ -121,30 +121,39 @@ fn raw(nr: libc::c_long, a: libc::c_long, b: libc::c_long) -> io::Result<libc::c
 /// Runs `f` on this thread with `c`'s filesystem credentials, then
 /// restores the thread's own. If the switch fails, `f` does not run.
 ///
-/// Only what differs is switched: the supervisor's fsuid and fsgid are 0,
-/// its supplementary groups are read once, and every syscall here costs
-/// a few microseconds (a new `struct cred` each), so a caller running as
-/// root with no supplementary groups (most containers) costs two
-/// capset(2) calls instead of nine credential syscalls.
+/// Only what differs is switched: the supervisor's own credentials are
+/// read once, and every syscall here costs a few microseconds (a new
+/// `struct cred` each), so a caller with the supervisor's fsuid, fsgid and
+/// groups (container root, usually) costs two capset(2) calls instead of
+/// nine credential syscalls.
 pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
     // The supervisor's own credentials never change: read them once.
-    static OWN: std::sync::OnceLock<([CapData; 2], Vec<libc::gid_t>)> = std::sync::OnceLock::new();
-    let (saved_caps, saved_groups) = match OWN.get() {
+    // setfsuid/setfsgid with -1 change nothing and return the current ids.
+    static OWN: std::sync::OnceLock<Own> = std::sync::OnceLock::new();
+    let own = match OWN.get() {
         Some(o) => o,
         None => {
             let caps = capget()?;
             let mut groups = vec![0 as libc::gid_t; 256];
             let n = raw(libc::SYS_getgroups, groups.len() as _, groups.as_mut_ptr() as _)?;
             groups.truncate(n as usize);
-            OWN.get_or_init(|| (caps, groups))
+            let fsuid = raw(libc::SYS_setfsuid, -1, 0)? as u32;
+            let fsgid = raw(libc::SYS_setfsgid, -1, 0)? as u32;
+            OWN.get_or_init(|| Own {
+                caps,
+                groups,
+                fsuid,
+                fsgid,
+            })
         }
     };
+    let (saved_caps, saved_groups) = (&own.caps, &own.groups);
     let saved_caps = *saved_caps;
     let full = u64::from(saved_caps[0].permitted) | (u64::from(saved_caps[1].permitted) << 32);
     let plan = Switch {
         groups: c.groups != *saved_groups,
-        fsgid: c.fsgid != 0,
-        fsuid: c.fsuid != 0,
+        fsgid: c.fsgid != own.fsgid,
+        fsuid: c.fsuid != own.fsuid,
         caps: c.cap_eff & full != full,
     };
     let restore = || {
@@ -152,10 +161,10 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
             let _ = capset_effective(&saved_caps, full);
         }
         if plan.fsuid {
-            let _ = raw(libc::SYS_setfsuid, 0, 0);
+            let _ = raw(libc::SYS_setfsuid, own.fsuid as _, 0);
         }
         if plan.fsgid {
-            let _ = raw(libc::SYS_setfsgid, 0, 0);
+            let _ = raw(libc::SYS_setfsgid, own.fsgid as _, 0);
         }
         if plan.groups {
             let _ = raw(libc::SYS_setgroups, saved_groups.len() as _, saved_groups.as_ptr() as _);
@@ -192,6 +201,14 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
     Ok(out)
 }
 
+/// The supervisor thread's own credentials, as [`with`] restores them.
+struct Own {
+    caps: [CapData; 2],
+    groups: Vec<libc::gid_t>,
+    fsuid: u32,
+    fsgid: u32,
+}
+
 /// Which of the thread's credentials [`with`] changes for one caller.
 #[derive(Clone, Copy)]
 struct Switch {
@@ -204,6 +221,44 @@ struct Switch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_switches_what_differs_and_restores_it() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let ids = || {
+            (
+                raw(libc::SYS_setfsuid, -1, 0).unwrap(),
+                raw(libc::SYS_setfsgid, -1, 0).unwrap(),
+                capget().unwrap()[0].effective,
+            )
+        };
+        let before = ids();
+        let c = Creds {
+            fsuid: 4242,
+            fsgid: 4343,
+            groups: vec![7],
+            cap_eff: 0,
+            umask: 0o022,
+        };
+        assert_eq!(with(&c, ids).unwrap(), (4242, 4343, 0));
+        assert_eq!(ids(), before, "restored");
+        // The thread's own ids: only the capabilities change (5: CAP_KILL).
+        let same = Creds {
+            fsuid: before.0 as u32,
+            fsgid: before.1 as u32,
+            cap_eff: 1 << 5,
+            ..c
+        };
+        let mut groups = vec![0 as libc::gid_t; 64];
+        let n = raw(libc::SYS_getgroups, 64, groups.as_mut_ptr() as _).unwrap();
+        groups.truncate(n as usize);
+        let same = Creds { groups, ..same };
+        assert_eq!(with(&same, ids).unwrap(), (before.0, before.1, 1 << 5));
+        assert_eq!(ids(), before, "restored");
+    }
 
     #[test]
     fn parses_status() {
