@@ -30,7 +30,9 @@ fn main() {
         // unwritable (CVE-2019-5736), as the cordon CLI does for create,
         // run and exec; the view costs no memory per shim, the copy its
         // whole binary.
-        if let Err(e) = cordon::sys::exeseal::ensure_sealed(std::path::Path::new("/run/containerd/cordon/@lower")) {
+        // Its empty overlayfs layer: `@` is in no namespace name.
+        let lower = std::path::Path::new(service::STATE_ROOT).join("@lower");
+        if let Err(e) = cordon::sys::exeseal::ensure_sealed(&lower) {
             eprintln!("{RUNTIME_ID}: re-exec from a sealed copy: {e}");
             std::process::exit(1);
         }

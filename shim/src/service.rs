@@ -27,7 +27,7 @@ use crate::io::{self, ProcessIo, StdioPaths};
 /// namespace, as containerd-shim-runc-v2 uses /run/containerd/runc/<ns>.
 /// The runtime options' `Root` (runc's Options, as CRI's
 /// `options.Root`) or `$CORDON_SHIM_ROOT` move it.
-const STATE_ROOT: &str = "/run/containerd/cordon";
+pub(crate) const STATE_ROOT: &str = "/run/containerd/cordon";
 /// Environment variable replacing [`STATE_ROOT`].
 const ROOT_ENV: &str = "CORDON_SHIM_ROOT";
 /// File in the bundle that remembers the root, for the `delete` action.

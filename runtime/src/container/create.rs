@@ -434,9 +434,6 @@ fn choose_platform(name: &str, policy: &Policy) -> Result<(crate::config::Platfo
     }
 }
 
-/// Starts `cordon supervise` for container `id` and waits until it listens.
-/// Returns its pid. The supervisor runs in its own session with stdio on
-/// /dev/null and its log, and inherits no fd but the readiness pipe.
 /// A supervisor started by [`spawn_supervisor`], not known to be ready yet.
 struct Starting {
     pid: i32,
@@ -478,7 +475,9 @@ impl Starting {
 }
 
 /// Binds the supervisor's socket in `dir` and starts `cordon supervise`
-/// on it (fd 4), with a readiness pipe (fd 3); does not wait for it.
+/// for container `id` on it (fd 4), with a readiness pipe (fd 3), in its
+/// own session with stdio on /dev/null and its log and no other fd; does
+/// not wait for it ([`Starting::wait_ready`]).
 fn spawn_supervisor(
     id: &str,
     dir: &Path,

@@ -50,13 +50,6 @@ impl Creds {
                 .unwrap_or(0o022),
         })
     }
-
-    /// The credentials of host thread `tid`, capabilities cleared when it
-    /// lives in another user namespace than the supervisor (through the
-    /// supervisor's kept `/proc` files, [`super::task`]).
-    pub fn of(tid: i32) -> io::Result<Self> {
-        super::task::creds(tid, 0)
-    }
 }
 
 #[repr(C)]
@@ -148,7 +141,6 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
         }
     };
     let (saved_caps, saved_groups) = (&own.caps, &own.groups);
-    let saved_caps = *saved_caps;
     let full = u64::from(saved_caps[0].permitted) | (u64::from(saved_caps[1].permitted) << 32);
     let plan = Switch {
         groups: c.groups != *saved_groups,
@@ -158,7 +150,7 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
     };
     let restore = || {
         if plan.caps {
-            let _ = capset_effective(&saved_caps, full);
+            let _ = capset_effective(saved_caps, full);
         }
         if plan.fsuid {
             let _ = raw(libc::SYS_setfsuid, own.fsuid as _, 0);
@@ -188,7 +180,7 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
             }
         }
         if plan.caps {
-            capset_effective(&saved_caps, c.cap_eff)?;
+            capset_effective(saved_caps, c.cap_eff)?;
         }
         Ok(())
     };

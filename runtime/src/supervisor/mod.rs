@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use nix::poll::PollTimeout;
+
 use crate::policy::Policy;
 
 /// File name of the supervisor's socket in the container's cordon dir.
@@ -304,10 +306,10 @@ fn attach(
         // Start-up is over once the init has run a moment (its first calls
         // served, every thread started): what the serving threads need from
         // then on faults back in.
-        if !exits_within(att.pidfd.as_fd(), 300) {
+        if !exited_within(att.pidfd.as_fd(), PollTimeout::from(300u16)) {
             trim_file_pages();
+            exited_within(att.pidfd.as_fd(), PollTimeout::NONE);
         }
-        wait_exit(att.pidfd.as_fd());
         sup.audit
             .record(0, "supervisor", "container init exited", "event", "exit");
         std::process::exit(0);
@@ -318,16 +320,16 @@ fn sys_set_sync_wakeup(listener: &OwnedFd) -> std::io::Result<()> {
     crate::sys::notif_set_sync_wakeup(listener.as_fd())
 }
 
-/// Blocks until the process behind `pidfd` has exited (the pidfd polls readable).
-/// Whether the process of `pidfd` exits within `ms` milliseconds.
-fn exits_within(pidfd: std::os::fd::BorrowedFd<'_>, ms: u16) -> bool {
+/// Whether the process behind `pidfd` exits (the pidfd polls readable)
+/// within `timeout`; with [`PollTimeout::NONE`], waits until it does.
+fn exited_within(pidfd: std::os::fd::BorrowedFd<'_>, timeout: PollTimeout) -> bool {
     let mut pfd = [nix::poll::PollFd::new(pidfd, nix::poll::PollFlags::POLLIN)];
-    matches!(nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(ms)), Ok(n) if n > 0)
-}
-
-fn wait_exit(pidfd: std::os::fd::BorrowedFd<'_>) {
-    let mut pfd = [nix::poll::PollFd::new(pidfd, nix::poll::PollFlags::POLLIN)];
-    while let Err(nix::errno::Errno::EINTR) = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::NONE) {}
+    loop {
+        match nix::poll::poll(&mut pfd, timeout) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            r => return matches!(r, Ok(n) if n > 0),
+        }
+    }
 }
 
 /// The socket path of container dir `dir`.

@@ -90,10 +90,7 @@ pub fn creds(tid: i32, owner: Owner) -> io::Result<Creds> {
 /// Errors: as [`creds`]; the root cannot be opened (the thread exited).
 pub fn caller(tid: i32, owner: Owner) -> io::Result<Caller> {
     let (creds, root) = lookup(tid, owner, true)?;
-    let root = match root {
-        Some(r) => r,
-        None => Arc::new(Root::new(open_root(tid)?)),
-    };
+    let root = root.ok_or_else(|| io::Error::other("no root looked up"))?;
     Ok(Caller { creds, root })
 }
 
@@ -150,13 +147,15 @@ fn lookup(tid: i32, owner: Owner, want_root: bool) -> io::Result<(Creds, Option<
     }
 
     let root = match (&entry.root, want_root) {
+        (_, false) => None,
         (Some(r), true) => Some(Arc::clone(r)),
-        (None, true) if ROOT_PINNED.load(Ordering::Relaxed) => {
+        (None, true) => {
             let r = Arc::new(Root::new(open_root(tid)?));
-            entry.root = Some(Arc::clone(&r));
+            if ROOT_PINNED.load(Ordering::Relaxed) {
+                entry.root = Some(Arc::clone(&r));
+            }
             Some(r)
         }
-        _ => None,
     };
     Ok((creds, root))
 }

@@ -27,8 +27,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// statfs(2) `f_type` of overlayfs.
-const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
 const FSCONFIG_SET_STRING: libc::c_uint = 1;
 const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
@@ -60,18 +58,10 @@ pub fn ensure_sealed(lower: &Path) -> io::Result<()> {
 /// process was re-exec'd by [`ensure_sealed`], or the binary is installed
 /// on such a mount, which protects it as well).
 fn on_readonly_overlay() -> bool {
-    // SAFETY: an all-zero statfs is a valid out-parameter.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a statfs to fill.
-    let r = unsafe { libc::statfs(c"/proc/self/exe".as_ptr(), &mut st) };
-    if r != 0 || st.f_type != OVERLAYFS_SUPER_MAGIC {
-        return false;
-    }
-    // SAFETY: as above, for statvfs(3), which gives the mount flags.
-    let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a statvfs to fill.
-    let r = unsafe { libc::statvfs(c"/proc/self/exe".as_ptr(), &mut vfs) };
-    r == 0 && vfs.f_flag & libc::ST_RDONLY != 0
+    use nix::sys::statfs::{statfs, OVERLAYFS_SUPER_MAGIC};
+    use nix::sys::statvfs::FsFlags;
+    statfs("/proc/self/exe")
+        .is_ok_and(|s| s.filesystem_type() == OVERLAYFS_SUPER_MAGIC && s.flags().contains(FsFlags::ST_RDONLY))
 }
 
 fn check(r: libc::c_long, what: &str) -> io::Result<libc::c_long> {

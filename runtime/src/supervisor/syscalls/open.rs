@@ -236,7 +236,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     let target = cstr(&target)?;
     let lookup = (libc::O_PATH | libc::O_CLOEXEC) as u64 | (req.flags & (libc::O_NOFOLLOW | libc::O_DIRECTORY) as u64);
     // Lookup, decision and reopen run in one switch to the caller's
-    // credentials (each switch is a dozen syscalls).
+    // credentials (each switch is a syscall or more, and its undoing).
     as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
         Ok(match sys::openat2(base, &target, lookup, 0, resolve) {
             Ok(found) => decide_and_reopen(root, found, req, &creds, policy, creating, may_block),
