@@ -91,6 +91,37 @@ pub struct Supervisor {
     pub started: Instant,
     /// Handlers now running on their own thread (calls that may block).
     pub blocking: std::sync::atomic::AtomicUsize,
+    /// Answers being sent and recorded now ([`Supervisor::answering`]).
+    answering: std::sync::atomic::AtomicUsize,
+}
+
+/// An answer being sent and recorded: see [`Supervisor::answering`].
+pub(crate) struct Answering<'a>(&'a Supervisor);
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0.answering.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Supervisor {
+    /// Marks an answer in progress until the guard drops. A caller runs on
+    /// as soon as it is answered, before its decision is recorded: the
+    /// container's init can exit in between, and the supervisor, which
+    /// exits with it, first waits for the answers in progress
+    /// ([`Supervisor::settle`]) so that no decision goes unrecorded.
+    pub(crate) fn answering(&self) -> Answering<'_> {
+        self.answering.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Answering(self)
+    }
+
+    /// Waits, up to `limit`, until no answer is in progress.
+    fn settle(&self, limit: std::time::Duration) {
+        let deadline = Instant::now() + limit;
+        while self.answering.load(std::sync::atomic::Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
 }
 
 /// At most this many calls may block at once; more get EAGAIN, so a
@@ -136,6 +167,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         hostname: opts.hostname.clone(),
         started: Instant::now(),
         blocking: std::sync::atomic::AtomicUsize::new(0),
+        answering: std::sync::atomic::AtomicUsize::new(0),
     });
     sup.audit.record(
         0,
@@ -310,6 +342,7 @@ fn attach(
             trim_file_pages();
             exited_within(att.pidfd.as_fd(), PollTimeout::NONE);
         }
+        sup.settle(std::time::Duration::from_secs(1));
         sup.audit
             .record(0, "supervisor", "container init exited", "event", "exit");
         std::process::exit(0);

@@ -203,6 +203,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
 
 /// Sends the answer and records the decision.
 fn finish(sup: &Supervisor, listener: BorrowedFd<'_>, notif: &libc::seccomp_notif, name: &str, out: Outcome) {
+    let _answering = sup.answering();
     let result = match out.reply {
         Reply::Value(v) => sys::notif_send(listener, notif.id, v, 0, false).map(|_| v.to_string()),
         Reply::Errno(e) => sys::notif_send(listener, notif.id, 0, e, false).map(|_| crate::errno::name(e)),

@@ -362,6 +362,8 @@ impl Loop {
         name: &str,
         out: Outcome,
     ) {
+        let sup = Arc::clone(&self.sup);
+        let _answering = sup.answering();
         let result = match out.reply {
             Reply::Continue => pt::cont(tid, 0).map(|_| "continue".to_string()),
             Reply::Value(v) => skip(tid, regs, v).map(|_| v.to_string()),
