@@ -41,7 +41,7 @@ test-integration: bundles image-layouts
 
 # The policy matrix again, every container on the ptrace platform.
 test-ptrace: bundles
-	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle -- --test-threads=2
+	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle --test deputy -- --test-threads=2
 
 test: build lint test-unit test-integration test-ptrace
 

@@ -225,23 +225,33 @@ impl Runtime {
 
     /// libcontainer reads config.json from the bundle it is given; when
     /// cordon must change the config (a default cgroupsPath, so cgroups are
-    /// named `cordon/<id>` rather than libcontainer's `:youki:<id>`), it
-    /// builds from a copy in its own directory with absolute paths.
+    /// named `cordon/<id>` rather than libcontainer's `:youki:<id>`; the
+    /// changes of `harden`), it builds from a copy in its own directory
+    /// with absolute paths.
     fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };
-        if linux.cgroups_path().is_some() {
+        let mut changed = false;
+        let cg = match linux.cgroups_path() {
+            Some(cg) => cg.to_string_lossy().into_owned(),
+            None => {
+                let mut linux = linux.clone();
+                let cg = if self.systemd_cgroup {
+                    format!("system.slice:cordon:{id}")
+                } else {
+                    format!("/cordon/{id}")
+                };
+                linux.set_cgroups_path(Some(cg.clone().into()));
+                spec.set_linux(Some(linux));
+                changed = true;
+                cg
+            }
+        };
+        changed |= super::harden::harden(&mut spec, &cg);
+        if !changed {
             return Ok(bundle.to_path_buf());
         }
-        let mut linux = linux.clone();
-        let cg = if self.systemd_cgroup {
-            format!("system.slice:cordon:{id}")
-        } else {
-            format!("/cordon/{id}")
-        };
-        linux.set_cgroups_path(Some(cg.into()));
-        spec.set_linux(Some(linux));
         if let Some(root) = spec.root().clone() {
             let mut root = root;
             if !root.path().is_absolute() {

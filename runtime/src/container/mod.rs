@@ -12,6 +12,7 @@
 mod create;
 pub mod executor;
 pub mod foreground;
+mod harden;
 pub mod validate;
 
 use std::collections::HashMap;

@@ -66,6 +66,129 @@ pub const EMULATED: &[&str] = &[
     "truncate",
     "mknod",
     "mknodat",
+    "fchmod",
+    "fchown",
+    "fchmodat2",
+    "utimensat",
+    "utime",
+    "utimes",
+    "futimesat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "ioctl",
+    "bind",
+];
+
+/// Syscalls that change a file's data or metadata, or the tree, by path
+/// or through an fd opened for reading (or O_PATH): each must be decided
+/// by the supervisor under the path rules or refused outright by every
+/// built-in policy that has path rules (`default`, `audit`), for the
+/// arguments that change something (see the test below). Calls that write
+/// data need an fd opened for writing (write, pwrite64, ftruncate,
+/// fallocate, copy_file_range, ...): the open decided on that.
+pub const FILE_CHANGES: &[&str] = &[
+    "open",
+    "openat",
+    "openat2",
+    "creat",
+    "truncate",
+    "rename",
+    "renameat",
+    "renameat2",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "link",
+    "linkat",
+    "unlink",
+    "unlinkat",
+    "symlink",
+    "symlinkat",
+    "chmod",
+    "fchmodat",
+    "fchmodat2",
+    "fchmod",
+    "chown",
+    "lchown",
+    "fchownat",
+    "fchown",
+    "utime",
+    "utimes",
+    "futimesat",
+    "utimensat",
+    "mknod",
+    "mknodat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "ioctl",
+    "bind",
+    "mount",
+    "umount2",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "swapon",
+    "swapoff",
+    "quotactl",
+    "quotactl_fd",
+    "acct",
+];
+
+/// Syscalls whose names look like file changes but are not: reads of
+/// metadata, persistence of data already written, objects outside the
+/// container's file tree (POSIX message queues, memfds), or writes through
+/// an fd that had to be opened for writing (see [`FILE_CHANGES`]).
+pub const NOT_FILE_CHANGES: &[&str] = &[
+    "write",
+    "pwrite64",
+    "writev",
+    "pwritev",
+    "pwritev2",
+    "ftruncate",
+    "fallocate",
+    "msync",
+    "fsync",
+    "fdatasync",
+    "sync",
+    "syncfs",
+    "sync_file_range",
+    "readlink",
+    "readlinkat",
+    "getxattr",
+    "lgetxattr",
+    "fgetxattr",
+    "listxattr",
+    "llistxattr",
+    "flistxattr",
+    "mq_open",
+    "mq_unlink",
+    "mq_getsetattr",
+    "memfd_create",
+    "epoll_create",
+    "epoll_create1",
+    "timer_create",
+    "timerfd_create",
+    "pidfd_open",
+    "perf_event_open",
+    "process_vm_writev",
+    "sched_setattr",
+    "sched_getattr",
+    "mbind",
+    "landlock_create_ruleset",
 ];
 
 /// Syscalls a container process makes between installing its filter and
@@ -415,6 +538,66 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every syscall of the table that can change a file is covered: a new
+    /// one (by its name) must be classified, and each change is decided by
+    /// the supervisor or refused under the built-in policies with path
+    /// rules. `ioctl` is checked for the commands that set file flags.
+    #[test]
+    fn every_file_change_is_decided_or_refused() {
+        let words = [
+            "xattr",
+            "attr",
+            "chmod",
+            "chown",
+            "utime",
+            "rename",
+            "link",
+            "mkdir",
+            "mknod",
+            "truncate",
+            "rmdir",
+            "creat",
+            "open",
+            "mount",
+            "swap",
+            "acct",
+            "quota",
+            "write",
+            "sync",
+            "bind",
+            "fallocate",
+        ];
+        for &(name, _) in table::all() {
+            if words.iter().any(|w| name.contains(w)) {
+                assert!(
+                    FILE_CHANGES.contains(&name) || NOT_FILE_CHANGES.contains(&name),
+                    "{name} may change files: classify it in FILE_CHANGES or NOT_FILE_CHANGES"
+                );
+            }
+        }
+        for policy in ["default", "audit"] {
+            let p = Policy::load(policy).unwrap();
+            for name in FILE_CHANGES {
+                let nr = table::number(name).unwrap_or_else(|| panic!("{name} not in the table"));
+                let argsets: Vec<[u64; 6]> = if *name == "ioctl" {
+                    crate::supervisor::syscalls::SETTING_IOCTLS
+                        .iter()
+                        .flat_map(|&c| [[3, u64::from(c), 0, 0, 0, 0], [3, u64::from(c) | 1 << 32, 0, 0, 0, 0]])
+                        .collect()
+                } else {
+                    vec![[0; 6], [u64::MAX; 6], [3, 1, 2, 0x100, 0x400, 0]]
+                };
+                for args in argsets {
+                    let (action, _) = p.decide(nr, &args);
+                    assert!(
+                        matches!(action, Action::Emulate | Action::Deny | Action::Kill),
+                        "{policy}: {name}{args:x?} is {action:?}: it changes files without a decision"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn builtins_compile() {

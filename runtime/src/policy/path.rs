@@ -5,55 +5,71 @@ use globset::{GlobBuilder, GlobMatcher};
 use super::model::{PathAccess, PathRule};
 
 /// Compiled path rules; the first matching rule decides, no match allows.
+/// A pattern `D/**` also matches `D` itself: a rule that protects what is
+/// below a directory protects the directory (its listing, its mode, its
+/// removal) too.
 #[derive(Debug, Clone, Default)]
 pub struct PathPolicy {
-    rules: Vec<(GlobMatcher, PathAccess)>,
-    /// The literal directory prefix of each restrictive rule's pattern.
-    restricted_prefixes: Vec<String>,
+    rules: Vec<(GlobMatcher, Option<GlobMatcher>, PathAccess)>,
+    /// The components of each restrictive rule's pattern.
+    restricted: Vec<Vec<String>>,
 }
 
 impl PathPolicy {
     /// Compiles globs; an error gives the rule index and the message.
     pub fn compile(rules: &[PathRule]) -> Result<Self, (usize, String)> {
         let mut out = Vec::with_capacity(rules.len());
-        let mut restricted_prefixes = Vec::new();
+        let mut restricted = Vec::new();
         for (i, r) in rules.iter().enumerate() {
-            if r.access != PathAccess::Allow {
-                let literal: String = r.pattern.chars().take_while(|c| !"*?[{\\".contains(*c)).collect();
-                restricted_prefixes.push(literal);
-            }
             if !r.pattern.starts_with('/') {
                 return Err((i, format!("{:?} must be an absolute path", r.pattern)));
+            }
+            if r.access != PathAccess::Allow {
+                restricted.push(
+                    r.pattern
+                        .split('/')
+                        .filter(|c| !c.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                );
             }
             let glob = GlobBuilder::new(&r.pattern)
                 .literal_separator(true)
                 .build()
                 .map_err(|e| (i, e.to_string()))?;
-            out.push((glob.compile_matcher(), r.access));
+            // `D/**` covers `D` (`/**` covers `/`).
+            let dir = match r.pattern.strip_suffix("/**") {
+                Some(d) => Some(
+                    GlobBuilder::new(if d.is_empty() { "/" } else { d })
+                        .literal_separator(true)
+                        .build()
+                        .map_err(|e| (i, e.to_string()))?
+                        .compile_matcher(),
+                ),
+                None => None,
+            };
+            out.push((glob.compile_matcher(), dir, r.access));
         }
-        Ok(Self {
-            rules: out,
-            restricted_prefixes,
-        })
+        Ok(Self { rules: out, restricted })
     }
 
     /// The access granted to `path` (absolute, normalised, inside the container).
     pub fn access(&self, path: &str) -> PathAccess {
         self.rules
             .iter()
-            .find(|(g, _)| g.is_match(path))
-            .map(|&(_, a)| a)
+            .find(|(g, dir, _)| g.is_match(path) || dir.as_ref().is_some_and(|d| d.is_match(trim_slashes(path))))
+            .map(|&(_, _, a)| a)
             .unwrap_or(PathAccess::Allow)
     }
 
     /// Whether a restrictive rule (deny, read-only) may apply to something
     /// *below* `dir`: then moving `dir` (rename) would carry restricted
-    /// files to a path the rules no longer cover, and is refused.
+    /// files to a path the rules no longer cover, and is refused. Decided
+    /// component by component, so wildcards count: `/rw/*/private/**`
+    /// restricts below `/rw` and `/rw/a`, not below `/rw/a/public`.
     pub fn restricts_below(&self, dir: &str) -> bool {
-        let dir = dir.trim_end_matches('/');
-        self.restricted_prefixes
-            .iter()
-            .any(|p| dir.is_empty() || p.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/')))
+        let comps: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+        self.restricted.iter().any(|pat| may_match_below(pat, &comps))
     }
 
     /// Whether an open of `path` with open(2) `flags` is allowed.
@@ -64,6 +80,45 @@ impl PathPolicy {
             PathAccess::ReadOnly => !is_write_open(flags),
         }
     }
+}
+
+/// `path` without trailing slashes (`/` stays `/`).
+fn trim_slashes(path: &str) -> &str {
+    match path.trim_end_matches('/') {
+        "" if path.starts_with('/') => "/",
+        p => p,
+    }
+}
+
+fn glob_is_match(pattern: &str, path: &str) -> bool {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher().is_match(path))
+        .unwrap_or(true)
+}
+
+/// Whether a pattern split in components (`pat`) can match a path strictly
+/// below the directory whose components are `dir`. A brace group that
+/// spans components (`{a/b,c}`) cannot be split: such a pattern counts as
+/// matching below any directory on its literal prefix's path.
+fn may_match_below(pat: &[String], dir: &[&str]) -> bool {
+    for (i, d) in dir.iter().enumerate() {
+        let Some(p) = pat.get(i) else {
+            return false;
+        };
+        if p == "**" {
+            return true;
+        }
+        if p.contains('{') && !p.contains('}') {
+            // A brace group continues into the next component.
+            return true;
+        }
+        if !glob_is_match(p, d) {
+            return false;
+        }
+    }
+    pat.len() > dir.len()
 }
 
 /// Whether open(2) `flags` can modify the file.
@@ -94,7 +149,7 @@ mod tests {
         .unwrap();
         assert!(p.allows_open("/secret/ok", 0));
         assert!(!p.allows_open("/secret/a/b", 0));
-        assert!(!p.allows_open("/secret", 0) || p.access("/secret") == PathAccess::Allow);
+        assert!(!p.allows_open("/secret", 0), "/secret/** covers /secret");
         assert!(p.allows_open("/etc/passwd", libc::O_RDONLY as u64));
         assert!(!p.allows_open("/etc/passwd", libc::O_WRONLY as u64));
         assert!(!p.allows_open("/etc/passwd", (libc::O_RDONLY | libc::O_TRUNC) as u64));
@@ -115,6 +170,39 @@ mod tests {
         assert!(!p.restricts_below("/data/e"));
         assert!(!p.restricts_below("/data/d/secretive"));
         assert!(!p.restricts_below("/tmp"));
+        assert!(!p.restricts_below("/etc/a.conf"), "the file itself is not below");
+    }
+
+    /// A wildcard in the middle of a pattern: renaming any directory on a
+    /// path it can match moves what it protects (found as an escape:
+    /// `mv /rw/a /rw/b` took `/rw/a/private/key` out of `/rw/*/private/**`).
+    #[test]
+    fn wildcards_restrict_below_every_directory_they_can_match() {
+        let p = PathPolicy::compile(&[rule("/rw/*/private/**", PathAccess::Deny)]).unwrap();
+        assert!(p.restricts_below("/rw"));
+        assert!(p.restricts_below("/rw/a"));
+        assert!(p.restricts_below("/rw/a/private"));
+        assert!(p.restricts_below("/"));
+        assert!(!p.restricts_below("/rw/a/public"));
+        assert!(!p.restricts_below("/ro"));
+        assert_eq!(p.access("/rw/a/private/key"), PathAccess::Deny);
+    }
+
+    /// `D/**` covers `D`: the directory a rule protects cannot be listed,
+    /// chmodded or removed either.
+    #[test]
+    fn a_subtree_rule_covers_its_directory() {
+        let p = PathPolicy::compile(&[
+            rule("/secret/**", PathAccess::Deny),
+            rule("/rw/*/ro/**", PathAccess::ReadOnly),
+        ])
+        .unwrap();
+        assert_eq!(p.access("/secret"), PathAccess::Deny);
+        assert_eq!(p.access("/secret/"), PathAccess::Deny);
+        assert_eq!(p.access("/secret/x"), PathAccess::Deny);
+        assert_eq!(p.access("/secretive"), PathAccess::Allow);
+        assert_eq!(p.access("/rw/a/ro"), PathAccess::ReadOnly);
+        assert_eq!(p.access("/rw/a/rox"), PathAccess::Allow);
     }
 
     #[test]

@@ -33,8 +33,6 @@ const FATAL: &[libc::c_long] = &[
     libc::SYS_mount,
     libc::SYS_umount2,
     libc::SYS_pivot_root,
-    libc::SYS_chroot,
-    libc::SYS_unshare,
     libc::SYS_setns,
     libc::SYS_init_module,
     libc::SYS_finit_module,
@@ -144,6 +142,24 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_getgroups,
     libc::SYS_capget,
     libc::SYS_capset,
+    // Acting as the caller (creds.rs, syscalls/meta.rs, syscalls/net.rs).
+    libc::SYS_setresuid,
+    libc::SYS_setresgid,
+    libc::SYS_getresuid,
+    libc::SYS_getresgid,
+    libc::SYS_fchmod,
+    libc::SYS_fchown,
+    libc::SYS_utimensat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    libc::SYS_bind,
+    // A unix bind runs on a thread with the caller's root and cwd.
+    libc::SYS_fchdir,
+    libc::SYS_chroot,
     libc::SYS_sysinfo,
 ];
 
@@ -152,7 +168,20 @@ fn program(
     mismatch: SeccompAction,
     matched: SeccompAction,
 ) -> Result<BpfProgram, ConfineError> {
-    let map: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = rules.iter().map(|&nr| (nr, vec![])).collect();
+    let mut map: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = rules.iter().map(|&nr| (nr, vec![])).collect();
+    // unshare(CLONE_FS) alone, for the thread that binds a unix socket
+    // with the caller's root and cwd (syscalls/net.rs); any other unshare
+    // kills the process.
+    let clone_fs = |op| -> Result<seccompiler::SeccompRule, ConfineError> {
+        let c = seccompiler::SeccompCondition::new(0, seccompiler::SeccompCmpArgLen::Qword, op, libc::CLONE_FS as u64)
+            .map_err(|e| ConfineError::Build(e.to_string()))?;
+        seccompiler::SeccompRule::new(vec![c]).map_err(|e| ConfineError::Build(e.to_string()))
+    };
+    if matched == SeccompAction::KillProcess {
+        map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Ne)?]);
+    } else {
+        map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Eq)?]);
+    }
     let filter = SeccompFilter::new(map, mismatch, matched, TargetArch::x86_64)
         .map_err(|e| ConfineError::Build(e.to_string()))?;
     filter

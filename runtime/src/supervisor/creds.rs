@@ -16,9 +16,13 @@
 
 use std::io;
 
-/// Filesystem credentials of one thread.
+/// The credentials of one thread, as `/proc/<tid>/status` shows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Creds {
+    /// Real, effective and saved uid (the `Uid:` line's first three).
+    pub uids: [u32; 3],
+    /// Real, effective and saved gid.
+    pub gids: [u32; 3],
     /// Filesystem uid.
     pub fsuid: u32,
     /// Filesystem gid.
@@ -32,14 +36,22 @@ pub struct Creds {
 }
 
 impl Creds {
+    /// Whether capability `cap` (capabilities(7) number) is effective.
+    pub fn has_cap(&self, cap: u32) -> bool {
+        cap < 64 && self.cap_eff & (1 << cap) != 0
+    }
+
     /// Parses the `Uid:`, `Gid:`, `Groups:` and `CapEff:` lines of a
     /// `/proc/<tid>/status` text.
     pub fn parse(status: &str) -> Option<Self> {
         let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-        let fourth = |v: &str| v.split_whitespace().nth(3).and_then(|x| x.parse().ok());
+        let nth = |v: &str, i: usize| v.split_whitespace().nth(i).and_then(|x| x.parse().ok());
+        let (uid, gid) = (field("Uid:")?, field("Gid:")?);
         Some(Creds {
-            fsuid: fourth(field("Uid:")?)?,
-            fsgid: fourth(field("Gid:")?)?,
+            uids: [nth(uid, 0)?, nth(uid, 1)?, nth(uid, 2)?],
+            gids: [nth(gid, 0)?, nth(gid, 1)?, nth(gid, 2)?],
+            fsuid: nth(uid, 3)?,
+            fsgid: nth(gid, 3)?,
             groups: field("Groups:")?
                 .split_whitespace()
                 .filter_map(|g| g.parse().ok())
@@ -120,26 +132,7 @@ fn raw(nr: libc::c_long, a: libc::c_long, b: libc::c_long) -> io::Result<libc::c
 /// groups (container root, usually) costs two capset(2) calls instead of
 /// nine credential syscalls.
 pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
-    // The supervisor's own credentials never change: read them once.
-    // setfsuid/setfsgid with -1 change nothing and return the current ids.
-    static OWN: std::sync::OnceLock<Own> = std::sync::OnceLock::new();
-    let own = match OWN.get() {
-        Some(o) => o,
-        None => {
-            let caps = capget()?;
-            let mut groups = vec![0 as libc::gid_t; 256];
-            let n = raw(libc::SYS_getgroups, groups.len() as _, groups.as_mut_ptr() as _)?;
-            groups.truncate(n as usize);
-            let fsuid = raw(libc::SYS_setfsuid, -1, 0)? as u32;
-            let fsgid = raw(libc::SYS_setfsgid, -1, 0)? as u32;
-            OWN.get_or_init(|| Own {
-                caps,
-                groups,
-                fsuid,
-                fsgid,
-            })
-        }
-    };
+    let own = own()?;
     let (saved_caps, saved_groups) = (&own.caps, &own.groups);
     let full = u64::from(saved_caps[0].permitted) | (u64::from(saved_caps[1].permitted) << 32);
     let plan = Switch {
@@ -193,8 +186,109 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
     Ok(out)
 }
 
+/// Runs `f` on this thread as the caller `c` toward the kernel and peers:
+/// its real and effective uid and gid (so its fsuid and fsgid), its
+/// supplementary groups and its effective capabilities; then restores the
+/// thread's own. For calls whose effects carry the caller's identity
+/// beyond a permission check: connect(2) records the effective ids as the
+/// peer's `SO_PEERCRED`, a datagram to a unix socket with `SO_PASSCRED`
+/// carries the real ids, and netlink, `SO_MARK` and the like check the
+/// effective capabilities.
+///
+/// Per-thread raw syscalls only (glibc's wrappers would change every
+/// thread): setgroups(2), setresgid(2) and setresuid(2) with the saved ids
+/// left at the supervisor's (0), so the thread keeps its permitted set and
+/// may go back; capset(2) then sets the caller's effective capabilities
+/// (setresuid cleared them when the effective uid left 0). If a step of the
+/// switch fails, `f` does not run. If the restore fails the thread cannot
+/// be trusted any more and the process aborts (the watchdog then kills the
+/// container: fail closed).
+pub fn with_identity<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
+    let own = own()?;
+    let full = u64::from(own.caps[0].permitted) | (u64::from(own.caps[1].permitted) << 32);
+    let switch = || -> io::Result<()> {
+        raw(libc::SYS_setgroups, c.groups.len() as _, c.groups.as_ptr() as _)?;
+        raw3(libc::SYS_setresgid, c.gids[0] as _, c.gids[1] as _, -1)?;
+        raw3(libc::SYS_setresuid, c.uids[0] as _, c.uids[1] as _, -1)?;
+        capset_effective(&own.caps, c.cap_eff)
+    };
+    let restore = || -> io::Result<()> {
+        // The saved uid is still the supervisor's (0): going back is allowed
+        // with or without CAP_SETUID, and an effective uid back to 0 brings
+        // the permitted set back into the effective one.
+        raw3(libc::SYS_setresuid, own.uids[0] as _, own.uids[1] as _, -1)?;
+        capset_effective(&own.caps, full)?;
+        raw3(libc::SYS_setresgid, own.gids[0] as _, own.gids[1] as _, -1)?;
+        raw(libc::SYS_setgroups, own.groups.len() as _, own.groups.as_ptr() as _)?;
+        raw(libc::SYS_setfsuid, own.fsuid as _, 0)?;
+        raw(libc::SYS_setfsgid, own.fsgid as _, 0)?;
+        Ok(())
+    };
+    let restored = |r: io::Result<()>| {
+        if let Err(e) = r {
+            tracing::error!("cannot restore the supervisor's own credentials: {e}");
+            std::process::abort();
+        }
+    };
+    if let Err(e) = switch() {
+        restored(restore());
+        return Err(e);
+    }
+    let out = f();
+    restored(restore());
+    Ok(out)
+}
+
+fn raw3(nr: libc::c_long, a: libc::c_long, b: libc::c_long, c: libc::c_long) -> io::Result<libc::c_long> {
+    // SAFETY: setresuid(2)/setresgid(2) take three integers and change only
+    // the calling thread's credentials (raw syscall, not glibc's wrapper).
+    let r = unsafe { libc::syscall(nr, a, b, c) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// The supervisor's own credentials, read once: they never change.
+fn own() -> io::Result<&'static Own> {
+    // setfsuid/setfsgid with -1 change nothing and return the current ids.
+    static OWN: std::sync::OnceLock<Own> = std::sync::OnceLock::new();
+    if let Some(o) = OWN.get() {
+        return Ok(o);
+    }
+    let caps = capget()?;
+    let mut groups = vec![0 as libc::gid_t; 256];
+    let n = raw(libc::SYS_getgroups, groups.len() as _, groups.as_mut_ptr() as _)?;
+    groups.truncate(n as usize);
+    let fsuid = raw(libc::SYS_setfsuid, -1, 0)? as u32;
+    let fsgid = raw(libc::SYS_setfsgid, -1, 0)? as u32;
+    let ids = |nr| -> io::Result<[u32; 3]> {
+        let mut v = [0 as libc::uid_t; 3];
+        let [a, b, c] = &mut v;
+        // SAFETY: getresuid(2)/getresgid(2) write three ids to the pointers,
+        // which point at this array.
+        let r = unsafe { libc::syscall(nr, a as *mut u32, b as *mut u32, c as *mut u32) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(v)
+    };
+    let (uids, gids) = (ids(libc::SYS_getresuid)?, ids(libc::SYS_getresgid)?);
+    Ok(OWN.get_or_init(|| Own {
+        uids,
+        gids,
+        caps,
+        groups,
+        fsuid,
+        fsgid,
+    }))
+}
+
 /// The supervisor thread's own credentials, as [`with`] restores them.
 struct Own {
+    uids: [u32; 3],
+    gids: [u32; 3],
     caps: [CapData; 2],
     groups: Vec<libc::gid_t>,
     fsuid: u32,
@@ -229,6 +323,8 @@ mod tests {
         };
         let before = ids();
         let c = Creds {
+            uids: [4242; 3],
+            gids: [4343; 3],
             fsuid: 4242,
             fsgid: 4343,
             groups: vec![7],
@@ -253,11 +349,53 @@ mod tests {
     }
 
     #[test]
+    fn with_identity_takes_real_and_effective_ids_and_restores_them() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let ids = || {
+            let mut u = [0u32; 3];
+            let mut g = [0u32; 3];
+            let [a, b, c] = &mut u;
+            let [d, e, f] = &mut g;
+            // SAFETY: pointers to locals, as getresuid(2)/getresgid(2) take.
+            unsafe {
+                libc::syscall(libc::SYS_getresuid, a as *mut u32, b as *mut u32, c as *mut u32);
+                libc::syscall(libc::SYS_getresgid, d as *mut u32, e as *mut u32, f as *mut u32);
+            }
+            (u, g, capget().unwrap()[0].effective)
+        };
+        // A thread of its own: a failed restore would abort the process.
+        std::thread::spawn(move || {
+            let before = ids();
+            let c = Creds {
+                uids: [1000, 1001, 1002],
+                gids: [2000, 2001, 2002],
+                fsuid: 1001,
+                fsgid: 2001,
+                groups: vec![5],
+                cap_eff: 1 << 12,
+                umask: 0o022,
+            };
+            let inside = with_identity(&c, ids).unwrap();
+            assert_eq!(inside.0, [1000, 1001, before.0[2]], "saved uid stays the supervisor's");
+            assert_eq!(inside.1, [2000, 2001, before.1[2]]);
+            assert_eq!(inside.2, 1 << 12, "only the caller's effective capabilities");
+            assert_eq!(ids(), before, "restored");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn parses_status() {
         let s = "Name:\tsh\nUmask:\t0077\nUid:\t1000\t1001\t1002\t1003\nGid:\t20\t21\t22\t23\nGroups:\t2000 2001 \nCapEff:\t0000000000000420\n";
         assert_eq!(
             Creds::parse(s),
             Some(Creds {
+                uids: [1000, 1001, 1002],
+                gids: [20, 21, 22],
                 fsuid: 1003,
                 fsgid: 23,
                 groups: vec![2000, 2001],

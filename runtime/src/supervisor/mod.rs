@@ -12,6 +12,7 @@
 pub mod audit;
 mod confine;
 pub mod creds;
+pub mod devices;
 pub mod handshake;
 mod notify;
 mod ptrace;

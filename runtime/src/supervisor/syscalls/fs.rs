@@ -42,7 +42,7 @@ fn check_read(ctx: &Ctx<'_>, path: &str) -> Result<(), Denied> {
     Ok(())
 }
 
-fn check_write(ctx: &Ctx<'_>, path: &str) -> Result<(), Denied> {
+pub(super) fn check_write(ctx: &Ctx<'_>, path: &str) -> Result<(), Denied> {
     if !ctx.sup.policy.paths.allows_open(path, libc::O_WRONLY as u64) {
         return Err(Denied::Policy(path.to_string()));
     }
@@ -153,6 +153,17 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             };
             let mode = ctx.arg(pi + 1) as u32 & !creds.umask;
             let p = entry(ctx, dirfd, pi, &creds, detail)?;
+            // The caller's device cgroup decides on a device node, not the
+            // supervisor's (the kernel would ask ours).
+            let kind = match mode & libc::S_IFMT {
+                libc::S_IFCHR if name.starts_with("mknod") => Some('c'),
+                libc::S_IFBLK if name.starts_with("mknod") => Some('b'),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                use crate::supervisor::devices;
+                devices::check_dev(pid, kind, ctx.arg(pi + 2), devices::Access::Mknod).map_err(Denied::Errno)?;
+            }
             as_caller(&creds, || {
                 let r = if name.starts_with("mkdir") {
                     // SAFETY: dir fd and name we own.
@@ -192,13 +203,21 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 "renameat2" | "linkat" => ctx.arg(4) as u32,
                 _ => 0,
             };
+            if name == "linkat" && flags as i32 & libc::AT_SYMLINK_FOLLOW != 0 {
+                return link_followed(ctx, (od, op), (nd, np), &creds, detail);
+            }
             let old = entry(ctx, od, op, &creds, detail)?;
-            if name.starts_with("rename") && ctx.sup.policy.paths.restricts_below(&old.path) {
+            let paths = &ctx.sup.policy.paths;
+            if name.starts_with("rename") && paths.restricts_below(&old.path) {
                 // Moving a directory moves what the rules protect below it.
                 return Err(Denied::Policy(old.path));
             }
             let mut d2 = String::new();
             let new = entry(ctx, nd, np, &creds, &mut d2)?;
+            if flags & libc::RENAME_EXCHANGE != 0 && paths.restricts_below(&new.path) {
+                // An exchange moves the new name's tree to the old name.
+                return Err(Denied::Policy(new.path));
+            }
             detail.push_str(" -> ");
             detail.push_str(&d2);
             as_caller(&creds, || {
@@ -281,10 +300,55 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
     }
 }
 
+/// linkat(2) with AT_SYMLINK_FOLLOW: the object a symlink names gets the
+/// new name, so the decision is on that object's path (it must be
+/// writable: a new name would let a denied or read-only file be reached
+/// by a path no rule covers), and the link is made to exactly that object
+/// through our O_PATH fd's `/proc/self/fd` link.
+fn link_followed(
+    ctx: &Ctx<'_>,
+    (od, op): (i32, usize),
+    (nd, np): (i32, usize),
+    creds: &Creds,
+    detail: &mut String,
+) -> Result<i64, Denied> {
+    let old = object(ctx, od, op, 0, creds, detail)?;
+    check_write(ctx, detail)?;
+    let mut d2 = String::new();
+    let new = entry(ctx, nd, np, creds, &mut d2)?;
+    detail.push_str(" -> ");
+    detail.push_str(&d2);
+    let link = fd_link(&old);
+    as_caller(creds, || {
+        // SAFETY: NUL-terminated paths and a dir fd we own.
+        ok_or_errno(unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                link.as_ptr(),
+                new.dir.as_raw_fd(),
+                new.name.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        })
+    })
+}
+
+/// For calls on a directory entry itself (the `l*` xattr calls on a
+/// symlink): its parent resolved under the caller's root and the path
+/// `/proc/self/fd/<parent>/<name>`, which reaches the entry without
+/// following it. Keep the fd open while the path is used.
+pub(super) fn entry_path(ctx: &Ctx<'_>, dirfd: i32, pi: usize, creds: &Creds) -> Result<(OwnedFd, CString), Denied> {
+    let raw = path_arg(ctx, pi)?;
+    let p = parent(ctx.pid(), dirfd, &raw, creds)?;
+    let mut path = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
+    path.extend_from_slice(p.name.as_bytes());
+    Ok((p.dir, cstr(path)?))
+}
+
 /// The object a metadata call names: `dirfd` itself with AT_EMPTY_PATH and
 /// an empty path, else the path resolved in the caller's root. Checks that
 /// the policy does not deny it; `detail` gets its container path.
-fn object(
+pub(super) fn object(
     ctx: &Ctx<'_>,
     dirfd: i32,
     pi: usize,

@@ -5,6 +5,7 @@
 //! after a decision that read caller memory: the kernel would read it again.
 
 mod fs;
+mod meta;
 mod net;
 mod open;
 pub(crate) mod path;
@@ -14,6 +15,8 @@ mod uname;
 /// The pure decoders of what handlers copy out of a caller's memory: no
 /// syscalls, so tests and the fuzz targets (`fuzz/`) run them on any bytes.
 /// A C string is [`crate::sys::decode_cstring`].
+pub use meta::SETTING_IOCTLS;
+
 pub mod decode {
     pub use super::net::{cmsgs, gather, Addr, Cmsg, IoVec, MsgHdr};
     pub use super::open::{open_mode, OpenHow};
@@ -129,8 +132,13 @@ pub fn dispatch(ctx: &Ctx<'_>, name: &str) -> Outcome {
         "sysinfo" => sysinfo::sysinfo(ctx),
         "open" | "openat" | "openat2" | "creat" => open::open(ctx, name),
         "connect" => net::connect(ctx),
+        "bind" => net::bind(ctx),
         "sendto" => net::sendto(ctx),
         "sendmsg" => net::sendmsg(ctx),
+        "fchmod" | "fchown" | "fchmodat2" | "utimensat" | "utime" | "utimes" | "futimesat" | "setxattr"
+        | "lsetxattr" | "fsetxattr" | "removexattr" | "lremovexattr" | "fremovexattr" | "ioctl" => {
+            meta::meta(ctx, name)
+        }
         _ => fs::fs(ctx, name),
     }
 }

@@ -13,13 +13,13 @@
 //! made to `/proc/self/fd/<dir>/<name>`, with `<dir>` the parent directory
 //! opened under the caller's root with openat2(RESOLVE_IN_ROOT).
 
-use std::ffi::CString;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
+use super::path::Denied;
 use super::{Ctx, Outcome, Reply};
 use crate::policy::NetAction;
-use crate::supervisor::creds;
+use crate::supervisor::creds::{self, Creds};
 use crate::sys;
 
 /// Largest payload copied for one sendto/sendmsg; a longer stream write is
@@ -171,41 +171,33 @@ fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// For a unix path address, the address rewritten to reach the path inside
-/// the caller's root; the directory fd must stay open during the call.
-fn unix_in_root(pid: i32, addr: &Addr) -> Result<Option<(Vec<u8>, OwnedFd)>, i32> {
+/// For a unix path address, the address rewritten to reach the socket
+/// file the caller names, resolved whole inside the caller's root and
+/// mount namespace with its credentials (every symlink, the last component
+/// included: openat2 RESOLVE_IN_ROOT), as an O_PATH fd that the address
+/// names as `/proc/self/fd/<fd>`; the fd must stay open during the call.
+/// A path the policy denies gives EACCES (`Denied::Policy`).
+fn unix_in_root(pid: i32, addr: &Addr, creds: &Creds, ctx: &Ctx<'_>) -> Result<Option<(Vec<u8>, OwnedFd)>, Denied> {
     let Some(path) = addr.unix_path() else {
         return Ok(None);
     };
-    let (parent, name) = match path.iter().rposition(|&b| b == b'/') {
-        Some(0) => (b"/".to_vec(), path[1..].to_vec()),
-        Some(i) => (path[..i].to_vec(), path[i + 1..].to_vec()),
-        None => {
-            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).map_err(|_| libc::ESRCH)?;
-            (
-                std::os::unix::ffi::OsStrExt::as_bytes(cwd.as_os_str()).to_vec(),
-                path.to_vec(),
-            )
-        }
-    };
-    let root = super::path::root_of(pid).map_err(|_| libc::ESRCH)?;
-    let dir = sys::openat2(
-        root.as_fd(),
-        &CString::new(parent).map_err(|_| libc::EINVAL)?,
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        super::path::IN_ROOT,
-    )
-    .map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
-    let mut p = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
-    p.extend_from_slice(&name);
-    if p.len() >= 108 {
-        return Err(libc::ENAMETOOLONG);
+    let (fd, cpath) = super::path::target(pid, libc::AT_FDCWD, path, true, creds)?;
+    if ctx.sup.policy.paths.access(&cpath) == crate::policy::PathAccess::Deny {
+        return Err(Denied::Policy(cpath));
     }
     let mut bytes = addr.bytes[..2].to_vec();
-    bytes.extend_from_slice(&p);
+    bytes.extend_from_slice(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes());
     bytes.push(0);
-    Ok(Some((bytes, dir)))
+    Ok(Some((bytes, fd)))
+}
+
+/// The answer for a send(2)-family return value `r`, errno read at once.
+fn sent(r: isize) -> Reply {
+    if r >= 0 {
+        Reply::Value(r as i64)
+    } else {
+        Reply::Errno(last_errno())
+    }
 }
 
 fn do_connect(sock: &OwnedFd, addr: &[u8]) -> Reply {
@@ -219,14 +211,23 @@ fn do_connect(sock: &OwnedFd, addr: &[u8]) -> Reply {
     }
 }
 
+/// Runs `f` (the call itself) as the caller: its uids, gids, groups and
+/// effective capabilities (see [`creds::with_identity`]). EPERM when the
+/// switch cannot be made: never the supervisor's own identity.
+fn as_caller_identity(c: &Creds, f: impl FnOnce() -> Reply) -> Reply {
+    creds::with_identity(c, f).unwrap_or(Reply::Errno(libc::EPERM))
+}
+
 /// What an allowed address-carrying call acts on.
 struct Prepared {
     /// Our copy of the caller's socket (arg 0).
     sock: OwnedFd,
     /// The address to pass (unix paths rewritten into the caller's root).
     addr: Vec<u8>,
-    /// The directory a rewritten unix path goes through; keep it open.
+    /// The socket file a rewritten unix path names; keep it open.
     dir: Option<OwnedFd>,
+    /// The caller's credentials, taken on around the call.
+    creds: Creds,
 }
 
 /// The steps every address-carrying call shares once the address is
@@ -238,13 +239,15 @@ fn prepare(ctx: &Ctx<'_>, addr: &Addr, send: bool, detail: &str) -> Result<Prepa
         return Err(out(libc::EINTR, "emulate"));
     }
     check(ctx, addr, send).map_err(|e| out(e, "deny"))?;
+    let creds = ctx.creds().map_err(|_| out(libc::ESRCH, "allow"))?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, "allow"))?;
-    let (addr, dir) = match unix_in_root(ctx.pid(), addr) {
+    let (addr, dir) = match unix_in_root(ctx.pid(), addr, &creds, ctx) {
         Ok(Some((b, d))) => (b, Some(d)),
         Ok(None) => (addr.bytes.clone(), None),
-        Err(e) => return Err(out(e, "allow")),
+        Err(Denied::Policy(p)) => return Err(Outcome::new(Reply::Errno(libc::EACCES), "deny", p)),
+        Err(Denied::Errno(e)) => return Err(out(e, "allow")),
     };
-    Ok(Prepared { sock, addr, dir })
+    Ok(Prepared { sock, addr, dir, creds })
 }
 
 /// connect(fd, addr, len)
@@ -255,22 +258,20 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "connect: bad address".into()),
     };
     let detail = addr.describe();
-    let Prepared { sock, addr: bytes, dir } = match prepare(ctx, &addr, false, &detail) {
+    let Prepared {
+        sock,
+        addr: bytes,
+        dir,
+        creds,
+    } = match prepare(ctx, &addr, false, &detail) {
         Ok(p) => p,
         Err(out) => return out,
     };
     let blocking = is_blocking(&sock);
-    // A unix socket file is reached with the caller's credentials (connect
-    // needs write permission on it).
-    let creds = match dir.as_ref().map(|_| ctx.creds()).transpose() {
-        Ok(c) => c,
-        Err(_) => return Outcome::new(Reply::Errno(libc::ESRCH), "allow", detail),
-    };
+    // The peer sees the caller's uid and gid (SO_PEERCRED); the socket file
+    // is reached with its credentials (connect needs write permission).
     let run = move || {
-        let r = match &creds {
-            Some(c) => creds::with(c, || do_connect(&sock, &bytes)).unwrap_or(Reply::Errno(libc::EPERM)),
-            None => do_connect(&sock, &bytes),
-        };
+        let r = as_caller_identity(&creds, || do_connect(&sock, &bytes));
         drop(dir);
         r
     };
@@ -280,6 +281,129 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         return Outcome::new(Reply::Blocking(job), "allow", detail);
     }
     Outcome::new(run(), "allow", detail)
+}
+
+/// bind(fd, addr, len). Every bind comes here (BPF cannot see the
+/// family): a unix socket's path is a new file, which the path rules
+/// govern like any other. Other addresses are bound as the caller (its
+/// capabilities decide on privileged ports and netlink groups).
+///
+/// A unix path is bound with the caller's exact bytes, so `getsockname`
+/// and the peer's `getpeername` show what the caller passed, from a thread
+/// that takes the caller's root, cwd and identity for the call (a private
+/// `fs_struct`: unshare(CLONE_FS), chroot to the caller's root, fchdir to
+/// its cwd): the kernel resolves the path exactly as for the caller.
+/// Before, the entry's place (its parent resolved under the caller's root)
+/// must be writable under the rules; after, the socket file must be found
+/// at a place the rules allow, or it is removed again and the caller gets
+/// EACCES (a tree changed between the two lookups).
+pub fn bind(ctx: &Ctx<'_>) -> Outcome {
+    let pid = ctx.pid();
+    let addr = match Addr::read(pid, ctx.arg(1), ctx.arg(2)) {
+        Ok(a) => a,
+        Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "bind: bad address".into()),
+    };
+    let detail = addr.describe();
+    let out = |e, action| Outcome::new(Reply::Errno(e), action, detail.clone());
+    if !ctx.still_valid() {
+        return out(libc::EINTR, "emulate");
+    }
+    let Ok(caller) = ctx.caller() else {
+        return out(libc::ESRCH, "allow");
+    };
+    let sock = match socket_copy(ctx, ctx.arg(0) as i32) {
+        Ok(s) => s,
+        Err(e) => return out(e, "allow"),
+    };
+    let creds = &caller.creds;
+    let Some(path) = addr.unix_path() else {
+        return Outcome::new(
+            as_caller_identity(creds, || do_bind(&sock, addr.bytes())),
+            "allow",
+            detail,
+        );
+    };
+    let paths = &ctx.sup.policy.paths;
+    let writable = |p: &super::path::Parent| paths.allows_open(&p.path, libc::O_WRONLY as u64);
+    let place = match super::path::parent(pid, libc::AT_FDCWD, path, creds) {
+        Ok(p) => p,
+        Err(Denied::Errno(libc::EEXIST)) => return out(libc::EADDRINUSE, "allow"),
+        Err(Denied::Errno(e)) => return out(e, "allow"),
+        Err(Denied::Policy(p)) => return Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+    };
+    if !writable(&place) {
+        return Outcome::new(Reply::Errno(libc::EACCES), "deny", place.path);
+    }
+    let cwd = match super::path::dir_copy(pid, libc::AT_FDCWD) {
+        Ok(c) => c,
+        Err(_) => return out(libc::ESRCH, "allow"),
+    };
+    let bound = in_fs_of(&caller.root, &cwd, || {
+        as_caller_identity(creds, || do_bind(&sock, addr.bytes()))
+    });
+    let reply = match bound {
+        Ok(r) => r,
+        Err(_) => return out(libc::EPERM, "allow"),
+    };
+    if !matches!(reply, Reply::Value(_)) {
+        return Outcome::new(reply, "allow", detail);
+    }
+    // Where did it land? The same lookup again, and the entry must be the
+    // socket file.
+    let again = super::path::parent(pid, libc::AT_FDCWD, path, creds).ok();
+    let landed = again.as_ref().is_some_and(|p| {
+        writable(p)
+            && nix::sys::stat::fstatat(
+                Some(p.dir.as_raw_fd()),
+                p.name.as_c_str(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+    });
+    if !landed {
+        if let Some(p) = &again {
+            let _ = nix::unistd::unlinkat(
+                Some(p.dir.as_raw_fd()),
+                p.name.as_c_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        }
+        return Outcome::new(
+            Reply::Errno(libc::EACCES),
+            "deny",
+            format!("{detail} (moved while bound)"),
+        );
+    }
+    Outcome::new(reply, "allow", detail)
+}
+
+fn do_bind(sock: &OwnedFd, addr: &[u8]) -> Reply {
+    // SAFETY: `addr` is a byte buffer of the length we pass; the kernel
+    // copies it before returning.
+    let r = unsafe { libc::bind(sock.as_raw_fd(), addr.as_ptr().cast(), addr.len() as libc::socklen_t) };
+    if r == 0 {
+        Reply::Value(0)
+    } else {
+        Reply::Errno(last_errno())
+    }
+}
+
+/// Runs `f` on a thread of its own whose root directory and cwd are the
+/// caller's (`root`, `cwd`: O_PATH fds): unshare(CLONE_FS) gives the thread
+/// a private `fs_struct`, which goes with the thread. Errors: a step of
+/// the switch failed (`f` did not run).
+fn in_fs_of<T: Send>(root: &super::path::Root, cwd: &OwnedFd, f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| -> std::io::Result<T> {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS)?;
+            nix::unistd::fchdir(root.as_fd().as_raw_fd())?;
+            nix::unistd::chroot(".")?;
+            nix::unistd::fchdir(cwd.as_raw_fd())?;
+            Ok(f())
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("bind thread panicked")))
+    })
 }
 
 /// sendto(fd, buf, len, flags, addr, addrlen) with a non-null addr.
@@ -303,29 +427,31 @@ pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
         sock,
         addr: abytes,
         dir,
+        creds,
     } = match prepare(ctx, &addr, true, &detail) {
         Ok(p) => p,
         Err(out) => return out,
     };
+    if let Err(e) = audit_netlink_allowed(ctx, &sock, &data) {
+        return Outcome::new(Reply::Errno(e), "deny", detail);
+    }
     let flags = ctx.arg(3) as i32;
     let run = move || {
-        // SAFETY: `data` and `abytes` are our buffers with the lengths passed.
-        let r = unsafe {
-            libc::sendto(
-                sock.as_raw_fd(),
-                data.as_ptr().cast(),
-                data.len(),
-                flags | libc::MSG_NOSIGNAL,
-                abytes.as_ptr().cast(),
-                abytes.len() as libc::socklen_t,
-            )
-        };
+        let r = as_caller_identity(&creds, || {
+            // SAFETY: `data` and `abytes` are our buffers with the lengths passed.
+            sent(unsafe {
+                libc::sendto(
+                    sock.as_raw_fd(),
+                    data.as_ptr().cast(),
+                    data.len(),
+                    flags | libc::MSG_NOSIGNAL,
+                    abytes.as_ptr().cast(),
+                    abytes.len() as libc::socklen_t,
+                )
+            })
+        });
         drop(dir);
-        if r >= 0 {
-            Reply::Value(r as i64)
-        } else {
-            Reply::Errno(last_errno())
-        }
+        r
     };
     if flags & libc::MSG_DONTWAIT == 0 {
         let d2 = detail.clone();
@@ -529,18 +655,25 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
             return Ok(Outcome::new(Reply::Errno(e), "deny", detail));
         }
     }
+    let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
-    // Translate SCM_RIGHTS: the numbers are the caller's fds.
+    if let Err(e) = audit_netlink_allowed(ctx, &sock, &data) {
+        return Ok(Outcome::new(Reply::Errno(e), "deny", detail));
+    }
+    // Translate SCM_RIGHTS (the numbers are the caller's fds) and check
+    // SCM_CREDENTIALS (the kernel would check them against us).
     let mut held: Vec<OwnedFd> = Vec::new();
     let msgs: Vec<Result<Cmsg, i32>> = cmsgs(&control).collect();
     for c in msgs {
         let c = c?;
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_CREDENTIALS {
-            return Ok(Outcome::new(
-                Reply::Errno(libc::EPERM),
-                "deny",
-                format!("{detail} SCM_CREDENTIALS"),
-            ));
+            if let Err(e) = own_credentials(pid, &creds, &mut control[c.data.clone()]) {
+                return Ok(Outcome::new(
+                    Reply::Errno(e),
+                    "deny",
+                    format!("{detail} SCM_CREDENTIALS not the caller's"),
+                ));
+            }
         }
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_RIGHTS {
             let pidfd = sys::pidfd_open(tgid(pid)).map_err(|_| libc::ESRCH)?;
@@ -552,10 +685,12 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
             }
         }
     }
-    let (abytes, dir) = match addr.as_ref().map(|a| unix_in_root(pid, a)).transpose()? {
-        Some(Some((b, d))) => (Some(b), Some(d)),
-        Some(None) => (addr.as_ref().map(|a| a.bytes.clone()), None),
-        None => (None, None),
+    let (abytes, dir) = match addr.as_ref().map(|a| unix_in_root(pid, a, &creds, ctx)).transpose() {
+        Ok(Some(Some((b, d)))) => (Some(b), Some(d)),
+        Ok(Some(None)) => (addr.as_ref().map(|a| a.bytes.clone()), None),
+        Ok(None) => (None, None),
+        Err(Denied::Policy(p)) => return Ok(Outcome::new(Reply::Errno(libc::EACCES), "deny", p)),
+        Err(Denied::Errno(e)) => return Err(e),
     };
     let flags = ctx.arg(2) as i32;
     let blocking = flags & libc::MSG_DONTWAIT == 0 && is_blocking(&sock);
@@ -577,15 +712,13 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
             msg.msg_control = control.as_ptr() as *mut libc::c_void;
             msg.msg_controllen = control.len();
         }
-        // SAFETY: see above; `msg` is valid for the duration of the call.
-        let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, flags | libc::MSG_NOSIGNAL) };
+        let r = as_caller_identity(&creds, || {
+            // SAFETY: see above; `msg` is valid for the duration of the call.
+            sent(unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, flags | libc::MSG_NOSIGNAL) })
+        });
         drop(held);
         drop(dir);
-        if r >= 0 {
-            Reply::Value(r as i64)
-        } else {
-            Reply::Errno(last_errno())
-        }
+        r
     };
     if blocking {
         let d2 = detail.clone();
@@ -596,6 +729,93 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
         ));
     }
     Ok(Outcome::new(run(), "allow", detail))
+}
+
+/// Checks the `struct ucred` (pid, uid, gid: 12 bytes) of an
+/// SCM_CREDENTIALS message as the kernel checks a sender's (unix(7)): the
+/// pid is the caller's own (as its pid namespace numbers it) unless it has
+/// CAP_SYS_ADMIN, the uid one of its real, effective or saved uids unless
+/// it has CAP_SETUID, the gid likewise with CAP_SETGID. The message is then
+/// sent by the supervisor, so the pid is rewritten to the supervisor's own
+/// (the kernel requires the sender's): the receiver sees pid 0, as with
+/// `SO_PEERCRED` under emulation. Errors: `EINVAL` for a short message,
+/// `EPERM` for credentials that are not the caller's.
+fn own_credentials(tid: i32, creds: &Creds, ucred: &mut [u8]) -> Result<(), i32> {
+    if ucred.len() < 12 {
+        return Err(libc::EINVAL);
+    }
+    let at = |i: usize| u32::from_ne_bytes([ucred[i], ucred[i + 1], ucred[i + 2], ucred[i + 3]]);
+    let (pid, uid, gid) = (at(0) as i32, at(4), at(8));
+    let own_pid = super::path::ns_ids(tid)
+        .and_then(|(p, _)| p.parse::<i32>().ok())
+        .is_some_and(|p| p == pid);
+    const CAP_SETGID: u32 = 6;
+    const CAP_SETUID: u32 = 7;
+    const CAP_SYS_ADMIN: u32 = 21;
+    let ok = (own_pid || creds.has_cap(CAP_SYS_ADMIN))
+        && (creds.uids.contains(&uid) || creds.has_cap(CAP_SETUID))
+        && (creds.gids.contains(&gid) || creds.has_cap(CAP_SETGID));
+    if !ok {
+        return Err(libc::EPERM);
+    }
+    ucred[..4].copy_from_slice(&(std::process::id() as i32).to_ne_bytes());
+    Ok(())
+}
+
+/// The one kernel check the supervisor cannot make as the caller: the
+/// audit subsystem refuses every message but the user-space ones
+/// (`AUDIT_USER*`) from a task outside the initial pid namespace
+/// (kernel/audit.c, `audit_netlink_ok`), and the supervisor is in it. For
+/// a NETLINK_AUDIT socket of a caller in another pid namespace, `Err(EPERM)`
+/// when `data` holds any other message type.
+fn audit_netlink_allowed(ctx: &Ctx<'_>, sock: &OwnedFd, data: &[u8]) -> Result<(), i32> {
+    const NETLINK_AUDIT: i32 = 9;
+    if sockopt_int(sock, libc::SO_DOMAIN) != Some(libc::AF_NETLINK)
+        || sockopt_int(sock, libc::SO_PROTOCOL) != Some(NETLINK_AUDIT)
+    {
+        return Ok(());
+    }
+    if same_pid_ns(ctx.pid()) {
+        return Ok(());
+    }
+    let user_msg = |t: u16| t == 1005 || (1100..=1199).contains(&t) || (2100..=2999).contains(&t);
+    let mut off = 0usize;
+    while data.len().saturating_sub(off) >= 16 {
+        let len = u32::from_ne_bytes([data[off], data[off + 1], data[off + 2], data[off + 3]]) as usize;
+        let kind = u16::from_ne_bytes([data[off + 4], data[off + 5]]);
+        if !user_msg(kind) {
+            return Err(libc::EPERM);
+        }
+        if len < 16 {
+            break;
+        }
+        off = off.saturating_add((len + 3) & !3);
+    }
+    Ok(())
+}
+
+/// An int-valued SOL_SOCKET option of a socket (SO_DOMAIN, SO_PROTOCOL).
+fn sockopt_int(sock: &OwnedFd, opt: i32) -> Option<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: an int-sized buffer and its length, as getsockopt(2) takes.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(v)
+}
+
+/// Whether thread `tid` is in the supervisor's pid namespace.
+fn same_pid_ns(tid: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: String| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));
+    matches!((id(format!("/proc/{tid}/ns/pid")), id("/proc/self/ns/pid".into())), (Ok(a), Ok(b)) if a == b)
 }
 
 #[cfg(test)]

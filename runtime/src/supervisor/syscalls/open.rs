@@ -239,7 +239,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     // credentials (each switch is a syscall or more, and its undoing).
     as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
         Ok(match sys::openat2(base, &target, lookup, 0, resolve) {
-            Ok(found) => decide_and_reopen(root, found, req, &creds, policy, creating, may_block),
+            Ok(found) => decide_and_reopen(pid, root, found, req, &creds, policy, creating, may_block),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && creating => {
                 create(root, base, &target, req, &creds, policy, resolve)
             }
@@ -250,7 +250,9 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
 
 /// The decision on an existing object found by the lookup, then its reopen
 /// with the caller's flags (run with the caller's credentials).
+#[allow(clippy::too_many_arguments)]
 fn decide_and_reopen(
+    pid: i32,
     root: &Root,
     found: OwnedFd,
     req: &Request,
@@ -274,6 +276,7 @@ fn decide_and_reopen(
     if st.st_mode & libc::S_IFMT == libc::S_IFIFO && req.flags as i32 & libc::O_NONBLOCK == 0 && !may_block {
         return Ok(Done::MayBlock);
     }
+    check_device(pid, &st, req.flags)?;
     let link = cstr(format!("/proc/self/fd/{}", found.as_raw_fd()))?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW) as u64);
     // O_TMPFILE creates a file in the directory found: it takes a mode.
@@ -377,10 +380,21 @@ fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32, creds: &Creds) -> Result<
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
+    let st = nix::sys::stat::fstat(copy.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+    check_device(pid, &st, req.flags)?;
     let link = cstr(format!("/proc/self/fd/{}", copy.as_raw_fd()))?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !(libc::O_CREAT as u64);
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     Ok(Done::Fd(fd))
+}
+
+/// The caller's device cgroup decides on a device node the supervisor is
+/// about to open for it (see `supervisor::devices`): EPERM when refused.
+fn check_device(pid: i32, st: &libc::stat, flags: u64) -> Result<(), Denied> {
+    match crate::supervisor::devices::Access::of_open(flags) {
+        Some(access) => crate::supervisor::devices::check(pid, st, access).map_err(Denied::Errno),
+        None => Ok(()),
+    }
 }
 
 /// A reopen for writing of a memfd: how a process would reach the runtime's

@@ -1,0 +1,302 @@
+//! Metadata changes under the path rules, by path and by fd: fchmod,
+//! fchown, fchmodat2, utimensat (and futimens, which is utimensat with a
+//! NULL path), utime, utimes, futimesat, the six set/remove xattr calls,
+//! and the file-flag ioctls (FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR,
+//! FS_IOC_SETVERSION). A denied or read-only path gives EACCES: its mode,
+//! owner, times, xattrs and flags never change, however the object is
+//! reached (an fd opened for reading included).
+//!
+//! As for the other file calls, the object is resolved by the supervisor
+//! under the caller's root (or is a pidfd_getfd copy of the caller's fd),
+//! the decision is taken on its container path, and the change is made on
+//! that object with the caller's credentials; arguments in caller memory
+//! (times, names, values, flags) are copied once and passed from the copy.
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use super::fs::{check_write, entry_path, object};
+use super::path::*;
+use super::{Ctx, Outcome, Reply};
+use crate::sys;
+use crate::sys::meta::XattrOn;
+
+/// `FS_IOC_SETFLAGS` (`_IOW('f', 2, long)`; the kernel reads an int).
+pub const FS_IOC_SETFLAGS: u32 = 0x4008_6602;
+/// `FS_IOC32_SETFLAGS` (`_IOW('f', 2, int)`).
+pub const FS_IOC32_SETFLAGS: u32 = 0x4004_6602;
+/// `FS_IOC_SETVERSION` (`_IOW('v', 2, long)`; an int is read).
+pub const FS_IOC_SETVERSION: u32 = 0x4008_7602;
+/// `FS_IOC32_SETVERSION` (`_IOW('v', 2, int)`).
+pub const FS_IOC32_SETVERSION: u32 = 0x4004_7602;
+/// `FS_IOC_FSSETXATTR` (`_IOW('X', 32, struct fsxattr)`, 28 bytes).
+pub const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
+/// The ioctl commands that change a file's metadata, which the default
+/// policy sends here (the BPF filter matches arg 1's low 32 bits).
+pub const SETTING_IOCTLS: [u32; 5] = [
+    FS_IOC_SETFLAGS,
+    FS_IOC32_SETFLAGS,
+    FS_IOC_SETVERSION,
+    FS_IOC32_SETVERSION,
+    FS_IOC_FSSETXATTR,
+];
+
+const XATTR_NAME_MAX: usize = 255;
+const XATTR_SIZE_MAX: usize = 65536;
+const UTIME_NOW: i64 = (1 << 30) - 1;
+const UTIME_OMIT: i64 = (1 << 30) - 2;
+
+/// Handles one notification of the calls above.
+pub fn meta(ctx: &Ctx<'_>, name: &str) -> Outcome {
+    if name == "ioctl" && !SETTING_IOCTLS.contains(&(ctx.arg(1) as u32)) {
+        // A policy that sends other ioctls here: the decision read only
+        // registers, which the kernel does not read again from memory.
+        return Outcome::new(Reply::Continue, "allow", format!("ioctl {:#x}", ctx.arg(1) as u32));
+    }
+    let mut detail = String::new();
+    match run(ctx, name, &mut detail) {
+        Ok(v) => Outcome::new(Reply::Value(v), "allow", detail),
+        Err(Denied::Policy(p)) => Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+        Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
+    }
+}
+
+fn errno(e: std::io::Error) -> Denied {
+    Denied::Errno(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// A copy of the caller's fd `n` and its container path, checked writable.
+fn fd_object(ctx: &Ctx<'_>, n: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
+    let pid = ctx.pid();
+    let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let fd = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::EBADF))?;
+    if !ctx.still_valid() {
+        return Err(Denied::Errno(libc::EINTR));
+    }
+    let path = container_path(&root_of(pid)?, &fd)?;
+    *detail = path.to_string_lossy().into_owned();
+    check_write(ctx, detail)?;
+    Ok(fd)
+}
+
+/// Whether `fd` is an O_PATH fd (which fd-based calls refuse with EBADF).
+fn is_opath(fd: &OwnedFd) -> bool {
+    nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).is_ok_and(|f| f & libc::O_PATH != 0)
+}
+
+/// The object of a path-or-fd call (utimensat, futimesat): the path
+/// resolved (arg `pi`, following unless `flags` has AT_SYMLINK_NOFOLLOW),
+/// or with a NULL path the fd `dirfd` itself, as the kernel's
+/// `do_utimes` does; checked writable.
+fn path_or_fd(ctx: &Ctx<'_>, dirfd: i32, pi: usize, flags: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
+    if ctx.arg(pi) == 0 {
+        if dirfd == libc::AT_FDCWD {
+            return Err(Denied::Errno(libc::EFAULT));
+        }
+        if flags != 0 {
+            return Err(Denied::Errno(libc::EINVAL));
+        }
+        let fd = fd_object(ctx, dirfd, detail)?;
+        if is_opath(&fd) {
+            return Err(Denied::Errno(libc::EBADF));
+        }
+        return Ok(fd);
+    }
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let fd = object(ctx, dirfd, pi, flags, &creds, detail)?;
+    check_write(ctx, detail)?;
+    Ok(fd)
+}
+
+/// Two timespecs from the caller, validated as utimensat(2) does
+/// (`EINVAL` for a nanosecond field out of range that is not UTIME_NOW
+/// or UTIME_OMIT).
+fn read_timespecs(ctx: &Ctx<'_>, at: u64) -> Result<[libc::timespec; 2], Denied> {
+    let mut raw = [0u8; 32];
+    if sys::read_mem(ctx.pid(), at, &mut raw).map_err(|_| Denied::Errno(libc::EFAULT))? != 32 {
+        return Err(Denied::Errno(libc::EFAULT));
+    }
+    let i64_at = |i: usize| i64::from_ne_bytes(raw[i..i + 8].try_into().unwrap_or_default());
+    let t = [(i64_at(0), i64_at(8)), (i64_at(16), i64_at(24))];
+    for &(_, ns) in &t {
+        if !(0..1_000_000_000).contains(&ns) && ns != UTIME_NOW && ns != UTIME_OMIT {
+            return Err(Denied::Errno(libc::EINVAL));
+        }
+    }
+    Ok(t.map(|(sec, ns)| libc::timespec {
+        tv_sec: sec,
+        tv_nsec: ns,
+    }))
+}
+
+/// The times of utime(2) (`struct utimbuf`, seconds) or utimes(2) and
+/// futimesat(2) (`struct timeval[2]`) as timespecs: `EINVAL` for a
+/// microsecond field out of range, as the kernel says.
+fn read_legacy_times(ctx: &Ctx<'_>, at: u64, timeval: bool) -> Result<[libc::timespec; 2], Denied> {
+    let size = if timeval { 32 } else { 16 };
+    let mut raw = [0u8; 32];
+    if sys::read_mem(ctx.pid(), at, &mut raw[..size]).map_err(|_| Denied::Errno(libc::EFAULT))? != size {
+        return Err(Denied::Errno(libc::EFAULT));
+    }
+    let i64_at = |i: usize| i64::from_ne_bytes(raw[i..i + 8].try_into().unwrap_or_default());
+    if !timeval {
+        return Ok([0, 8].map(|i| libc::timespec {
+            tv_sec: i64_at(i),
+            tv_nsec: 0,
+        }));
+    }
+    let t = [(i64_at(0), i64_at(8)), (i64_at(16), i64_at(24))];
+    if t.iter().any(|&(_, us)| !(0..1_000_000).contains(&us)) {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    Ok(t.map(|(sec, us)| libc::timespec {
+        tv_sec: sec,
+        tv_nsec: us * 1000,
+    }))
+}
+
+/// An xattr name from the caller: `ERANGE` when empty or longer than 255
+/// bytes, as setxattr(2) says.
+fn read_xattr_name(ctx: &Ctx<'_>, at: u64) -> Result<CString, Denied> {
+    let name = match sys::read_cstring(ctx.pid(), at, XATTR_NAME_MAX + 1) {
+        Ok(n) => n,
+        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => return Err(Denied::Errno(libc::ERANGE)),
+        Err(e) => return Err(errno(e)),
+    };
+    if name.is_empty() {
+        return Err(Denied::Errno(libc::ERANGE));
+    }
+    cstr(name)
+}
+
+fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| -> Result<i64, Denied> {
+        let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+        as_caller(&creds, f)
+    };
+    match name {
+        "fchmod" => {
+            let fd = fd_object(ctx, fdarg(0), detail)?;
+            let mode = nix::sys::stat::Mode::from_bits_truncate(ctx.arg(1) as u32);
+            as_caller_do(&|| {
+                nix::sys::stat::fchmod(fd.as_raw_fd(), mode)
+                    .map(|_| 0)
+                    .map_err(Into::into)
+            })
+        }
+        "fchown" => {
+            let fd = fd_object(ctx, fdarg(0), detail)?;
+            let id = |v: u64| (v as u32 != u32::MAX).then_some(v as u32);
+            let (uid, gid) = (id(ctx.arg(1)), id(ctx.arg(2)));
+            as_caller_do(&|| {
+                nix::unistd::fchown(
+                    fd.as_raw_fd(),
+                    uid.map(nix::unistd::Uid::from_raw),
+                    gid.map(nix::unistd::Gid::from_raw),
+                )
+                .map(|_| 0)
+                .map_err(Into::into)
+            })
+        }
+        "fchmodat2" => {
+            let flags = ctx.arg(3) as i32;
+            if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+                return Err(Denied::Errno(libc::EINVAL));
+            }
+            let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+            let fd = object(ctx, fdarg(0), 1, flags, &creds, detail)?;
+            check_write(ctx, detail)?;
+            let mode = ctx.arg(2) as u32;
+            as_caller(&creds, || {
+                sys::meta::fchmod_empty(fd.as_fd(), mode, flags & libc::AT_SYMLINK_NOFOLLOW)
+            })
+        }
+        "utimensat" | "utime" | "utimes" | "futimesat" => {
+            let (dirfd, pi, ti, flags) = match name {
+                "utimensat" => (fdarg(0), 1, 2, ctx.arg(3) as i32),
+                "futimesat" => (fdarg(0), 1, 2, 0),
+                _ => (libc::AT_FDCWD, 0, 1, 0),
+            };
+            let times = match ctx.arg(ti) {
+                0 => None,
+                at if name == "utimensat" => Some(read_timespecs(ctx, at)?),
+                at => Some(read_legacy_times(ctx, at, name != "utime")?),
+            };
+            // Both omitted: nothing to do, and the kernel answers 0 first.
+            if times.is_some_and(|t| t.iter().all(|t| t.tv_nsec == UTIME_OMIT)) {
+                return Ok(0);
+            }
+            let fd = path_or_fd(ctx, dirfd, pi, flags, detail)?;
+            as_caller_do(&|| sys::meta::utimens_empty(fd.as_fd(), times.as_ref(), flags & libc::AT_SYMLINK_NOFOLLOW))
+        }
+        "setxattr" | "lsetxattr" | "fsetxattr" | "removexattr" | "lremovexattr" | "fremovexattr" => {
+            let set = name.contains("set");
+            let xflags = if set { ctx.arg(4) as i32 } else { 0 };
+            if xflags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
+                return Err(Denied::Errno(libc::EINVAL));
+            }
+            let xname = read_xattr_name(ctx, ctx.arg(1))?;
+            let mut value = Vec::new();
+            if set {
+                let size = ctx.arg(3) as usize;
+                if size > XATTR_SIZE_MAX {
+                    return Err(Denied::Errno(libc::E2BIG));
+                }
+                value.resize(size, 0);
+                if size > 0 && sys::read_mem(ctx.pid(), ctx.arg(2), &mut value).map_err(errno)? != size {
+                    return Err(Denied::Errno(libc::EFAULT));
+                }
+            }
+            let act = |on: XattrOn<'_>| {
+                if set {
+                    sys::meta::setxattr(on, &xname, &value, xflags)
+                } else {
+                    sys::meta::removexattr(on, &xname)
+                }
+            };
+            if name.starts_with('f') {
+                let fd = fd_object(ctx, fdarg(0), detail)?;
+                return as_caller_do(&|| act(XattrOn::Fd(fd.as_fd())));
+            }
+            let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+            let nofollow = if name.starts_with('l') {
+                libc::AT_SYMLINK_NOFOLLOW
+            } else {
+                0
+            };
+            let fd = object(ctx, libc::AT_FDCWD, 0, nofollow, &creds, detail)?;
+            check_write(ctx, detail)?;
+            let is_link = nix::sys::stat::fstat(fd.as_raw_fd())
+                .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+                .map_err(|e| Denied::Errno(e as i32))?;
+            if !is_link {
+                // Following our fd's /proc link lands on the object itself.
+                let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+                return as_caller(&creds, || act(XattrOn::Path(&link)));
+            }
+            // A symlink itself (l* calls): its entry in its resolved parent.
+            // `_dir` stays open until the call is made.
+            let (_dir, entry) = entry_path(ctx, libc::AT_FDCWD, 0, &creds)?;
+            as_caller(&creds, || act(XattrOn::LinkPath(&entry)))
+        }
+        "ioctl" => {
+            let cmd = ctx.arg(1) as u32;
+            let size = match cmd {
+                FS_IOC_FSSETXATTR => 28,
+                c if SETTING_IOCTLS.contains(&c) => 4,
+                _ => return Err(Denied::Errno(libc::ENOSYS)),
+            };
+            let mut arg = vec![0u8; size];
+            if sys::read_mem(ctx.pid(), ctx.arg(2), &mut arg).map_err(|_| Denied::Errno(libc::EFAULT))? != size {
+                return Err(Denied::Errno(libc::EFAULT));
+            }
+            let fd = fd_object(ctx, fdarg(0), detail)?;
+            as_caller_do(&|| sys::meta::ioctl_in(fd.as_fd(), cmd, &arg))
+        }
+        _ => Err(Denied::Errno(libc::ENOSYS)),
+    }
+}

@@ -1,0 +1,397 @@
+/*
+ * deputy: the calls a container makes that the supervisor performs for it,
+ * one subcommand each, run inside cordon containers by tests/deputy/main.rs
+ * (compiled there with `gcc -static`, bind-mounted read-only at /home).
+ *
+ * Every step prints one line "NAME RESULT", RESULT being "ok <value>" or
+ * "err <ERRNO_NAME>"; the suite compares them with what runc gives and
+ * checks the host side (files, modes, times, xattrs) itself.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/fs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static const char *ename(int e)
+{
+    switch (e) {
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EACCES: return "EACCES";
+    case EEXIST: return "EEXIST";
+    case EINVAL: return "EINVAL";
+    case EBADF: return "EBADF";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ENOTSUP: return "ENOTSUP";
+    case ENOTTY: return "ENOTTY";
+    case EROFS: return "EROFS";
+    case EXDEV: return "EXDEV";
+    case ENOSYS: return "ENOSYS";
+    case ENETUNREACH: return "ENETUNREACH";
+    case EADDRINUSE: return "EADDRINUSE";
+    case ENODATA: return "ENODATA";
+    case ENOTDIR: return "ENOTDIR";
+    default: {
+        static char buf[32];
+        snprintf(buf, sizeof buf, "E%d", e);
+        return buf;
+    }
+    }
+}
+
+static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void line(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+/* Prints NAME ok R or NAME err ERRNO for a syscall result. */
+static long res(const char *name, long r)
+{
+    if (r < 0)
+        line("%s err %s", name, ename(errno));
+    else
+        line("%s ok %ld", name, r);
+    return r;
+}
+
+static socklen_t unaddr(struct sockaddr_un *a, const char *path)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    strncpy(a->sun_path, path, sizeof a->sun_path - 1);
+    return offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1;
+}
+
+/* unix PATH: connect (stream) and sendto (datagram) to PATH; a stream
+ * connection reads one line from the server. */
+static int cmd_unix(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    struct sockaddr_un a;
+    socklen_t len = unaddr(&a, argv[2]);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (res("connect", connect(s, (struct sockaddr *)&a, len)) == 0) {
+        char buf[64] = {0};
+        ssize_t n = read(s, buf, sizeof buf - 1);
+        if (n > 0)
+            buf[strcspn(buf, "\n")] = 0;
+        line("read %s", n > 0 ? buf : "-");
+    }
+    close(s);
+    int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+    res("sendto", sendto(d, "x", 1, 0, (struct sockaddr *)&a, len));
+    struct msghdr m = {0};
+    struct iovec v = {.iov_base = "y", .iov_len = 1};
+    m.msg_name = &a;
+    m.msg_namelen = len;
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    res("sendmsg", sendmsg(d, &m, 0));
+    return 0;
+}
+
+/* peercred: a server on /tmp/pc.sock (stream) and /tmp/pc.dgram (datagram,
+ * SO_PASSCRED); a child becomes uid/gid 1000 and connects and sends; the
+ * server prints what the kernel says the peer is. Then the child sends its
+ * own credentials explicitly, and someone else's. */
+static int cmd_peercred(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct sockaddr_un a, b;
+    socklen_t la = unaddr(&a, "/tmp/pc.sock"), lb = unaddr(&b, "/tmp/pc.dgram");
+    unlink(a.sun_path);
+    unlink(b.sun_path);
+    int srv = socket(AF_UNIX, SOCK_STREAM, 0);
+    int dg = socket(AF_UNIX, SOCK_DGRAM, 0);
+    int one = 1;
+    if (res("bind", bind(srv, (struct sockaddr *)&a, la)) < 0 || listen(srv, 4) < 0)
+        return 1;
+    res("bind-dgram", bind(dg, (struct sockaddr *)&b, lb));
+    setsockopt(dg, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+    chmod(a.sun_path, 0777);
+    chmod(b.sun_path, 0777);
+    struct sockaddr_un got;
+    socklen_t gl = sizeof got;
+    getsockname(srv, (struct sockaddr *)&got, &gl);
+    line("getsockname ok %s", got.sun_path);
+    pid_t child = fork();
+    if (child == 0) {
+        if (setgid(1000) || setuid(1000))
+            _exit(3);
+        int c = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (connect(c, (struct sockaddr *)&a, la) < 0)
+            _exit(4);
+        struct sockaddr_un p;
+        socklen_t pl = sizeof p;
+        getpeername(c, (struct sockaddr *)&p, &pl);
+        line("getpeername ok %s", p.sun_path);
+        int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+        sendto(d, "x", 1, 0, (struct sockaddr *)&b, lb);
+        /* Explicit credentials: its own, then root's. */
+        for (int i = 0; i < 2; i++) {
+            struct ucred uc = {.pid = getpid(), .uid = i ? 0 : 1000, .gid = i ? 0 : 1000};
+            char cbuf[CMSG_SPACE(sizeof uc)];
+            struct msghdr m = {0};
+            struct iovec v = {.iov_base = "z", .iov_len = 1};
+            m.msg_name = &b;
+            m.msg_namelen = lb;
+            m.msg_iov = &v;
+            m.msg_iovlen = 1;
+            m.msg_control = cbuf;
+            m.msg_controllen = sizeof cbuf;
+            struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+            h->cmsg_level = SOL_SOCKET;
+            h->cmsg_type = SCM_CREDENTIALS;
+            h->cmsg_len = CMSG_LEN(sizeof uc);
+            memcpy(CMSG_DATA(h), &uc, sizeof uc);
+            res(i ? "scm-root" : "scm-own", sendmsg(d, &m, 0));
+        }
+        _exit(0);
+    }
+    int conn = accept(srv, NULL, NULL);
+    struct ucred uc;
+    socklen_t ul = sizeof uc;
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
+        line("peercred ok uid=%u gid=%u", uc.uid, uc.gid);
+    int st;
+    waitpid(child, &st, 0);
+    for (int i = 0; i < 2; i++) {
+        char data[4], cbuf[CMSG_SPACE(sizeof(struct ucred))];
+        struct iovec v = {.iov_base = data, .iov_len = sizeof data};
+        struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+        if (recvmsg(dg, &m, MSG_DONTWAIT) < 0) {
+            line("passcred%d err %s", i, ename(errno));
+            continue;
+        }
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        if (h && h->cmsg_type == SCM_CREDENTIALS) {
+            memcpy(&uc, CMSG_DATA(h), sizeof uc);
+            line("passcred%d ok uid=%u gid=%u", i, uc.uid, uc.gid);
+        }
+    }
+    return 0;
+}
+
+/* devices: mknod a block device (the host's loop0) and a char device
+ * (/dev/mem) below /tmp, then open them. */
+static int cmd_devices(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    unlink("/tmp/loop0");
+    unlink("/tmp/mem");
+    res("mknod-block", mknod("/tmp/loop0", S_IFBLK | 0600, makedev(7, 0)));
+    res("open-block", open("/tmp/loop0", O_RDONLY));
+    res("mknod-char", mknod("/tmp/mem", S_IFCHR | 0600, makedev(1, 1)));
+    res("open-char", open("/tmp/mem", O_RDONLY));
+    int p = open("/tmp/loop0", O_PATH);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", p);
+    res("reopen-block", open(path, O_RDONLY));
+    res("open-null", open("/dev/null", O_RDWR));
+    return 0;
+}
+
+struct nlreq {
+    struct nlmsghdr h;
+    union {
+        struct ifaddrmsg ifa;
+        struct audit_status st;
+    } u;
+    char attrs[64];
+};
+
+/* The errno of the ack to one netlink request sent with an explicit
+ * address (sendto) on a datagram netlink socket of `proto`. */
+static void nl_ack(const char *name, int proto, struct nlreq *req)
+{
+    int s = socket(AF_NETLINK, SOCK_DGRAM, proto);
+    if (s < 0) {
+        line("%s err %s", name, ename(errno));
+        return;
+    }
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    if (sendto(s, req, req->h.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+        line("%s err %s", name, ename(errno));
+        close(s);
+        return;
+    }
+    char buf[8192];
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (;;) {
+        ssize_t n = recv(s, buf, sizeof buf, 0);
+        if (n < 0) {
+            line("%s err %s", name, ename(errno));
+            break;
+        }
+        struct nlmsghdr *h = (struct nlmsghdr *)buf;
+        if (h->nlmsg_type == NLMSG_ERROR) {
+            int e = -((struct nlmsgerr *)NLMSG_DATA(h))->error;
+            if (e)
+                line("%s err %s", name, ename(e));
+            else
+                line("%s ok 0", name);
+            break;
+        }
+        line("%s ok reply", name);
+        break;
+    }
+    close(s);
+}
+
+/* caps: calls whose kernel checks read the caller's capabilities or pid
+ * namespace: RTM_NEWADDR (CAP_NET_ADMIN), AUDIT_GET (initial pid
+ * namespace), a datagram with SO_MARK (CAP_NET_ADMIN). */
+static int cmd_caps(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct nlreq r;
+    memset(&r, 0, sizeof r);
+    r.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg)) + RTA_LENGTH(4);
+    r.h.nlmsg_type = RTM_NEWADDR;
+    r.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+    r.u.ifa.ifa_family = AF_INET;
+    r.u.ifa.ifa_prefixlen = 32;
+    r.u.ifa.ifa_index = 1;
+    struct rtattr *ra = (struct rtattr *)((char *)&r + NLMSG_LENGTH(sizeof(struct ifaddrmsg)));
+    ra->rta_type = IFA_LOCAL;
+    ra->rta_len = RTA_LENGTH(4);
+    inet_pton(AF_INET, "10.99.99.99", RTA_DATA(ra));
+    nl_ack("newaddr", NETLINK_ROUTE, &r);
+
+    memset(&r, 0, sizeof r);
+    r.h.nlmsg_len = NLMSG_LENGTH(0);
+    r.h.nlmsg_type = AUDIT_GET;
+    r.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+    nl_ack("audit-get", NETLINK_AUDIT, &r);
+
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(9)};
+    inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+    unsigned mark = 42;
+    char cbuf[CMSG_SPACE(sizeof mark)];
+    struct iovec v = {.iov_base = "m", .iov_len = 1};
+    struct msghdr m = {.msg_name = &dst, .msg_namelen = sizeof dst, .msg_iov = &v, .msg_iovlen = 1,
+                       .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SO_MARK;
+    h->cmsg_len = CMSG_LEN(sizeof mark);
+    memcpy(CMSG_DATA(h), &mark, sizeof mark);
+    res("so-mark", sendmsg(u, &m, 0));
+    return 0;
+}
+
+/* tree DIR: tree changes that would take a protected file out of its rules
+ * (DIR holds secret/key (denied), ro/file (read-only), rw/a/private/key
+ * (denied by a wildcard rule) and x/ (free)). */
+static int cmd_tree(int argc, char **argv)
+{
+    if (argc < 3 || chdir(argv[2]))
+        return 2;
+    symlink("secret/key", "l");
+    res("link-follow", linkat(AT_FDCWD, "l", AT_FDCWD, "copy", AT_SYMLINK_FOLLOW));
+    res("link-plain", linkat(AT_FDCWD, "secret/key", AT_FDCWD, "copy2", 0));
+    res("exchange", syscall(SYS_renameat2, AT_FDCWD, "x", AT_FDCWD, "secret", 2 /* RENAME_EXCHANGE */));
+    res("rename-parent", rename("rw/a", "rw/b"));
+    res("list-dir", open("secret", O_RDONLY | O_DIRECTORY));
+    res("chmod-dir", chmod("secret", 0777));
+    res("rename-free", rename("x", "y"));
+    return 0;
+}
+
+/* meta FILE: every way to change a file's metadata, by path and by fd
+ * opened for reading; then a unix socket bound next to it. */
+static int cmd_meta(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    const char *f = argv[2];
+    int fd = open(f, O_RDONLY);
+    res("open-ro", fd);
+    res("fchmod", fchmod(fd, 0600));
+    res("chmod", chmod(f, 0600));
+    res("fchmodat2", syscall(452, AT_FDCWD, f, 0600, 0));
+    res("fchown", fchown(fd, 1000, 1000));
+    res("chown", chown(f, 1000, 1000));
+    struct timespec ts[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+    res("utimensat", utimensat(AT_FDCWD, f, ts, 0));
+    res("futimens", futimens(fd, ts));
+    struct timeval tv[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+    res("utimes", utimes(f, tv));
+    res("setxattr", setxattr(f, "user.cordon", "1", 1, 0));
+    res("lsetxattr", lsetxattr(f, "user.cordon", "2", 1, 0));
+    res("fsetxattr", fsetxattr(fd, "user.cordon", "3", 1, 0));
+    res("removexattr", removexattr(f, "user.pre"));
+    res("fremovexattr", fremovexattr(fd, "user.pre"));
+    int flags = FS_NOATIME_FL;
+    res("setflags", ioctl(fd, FS_IOC_SETFLAGS, &flags));
+    /* The kernel reads the command's low 32 bits only. */
+    res("setflags-hi", syscall(SYS_ioctl, fd, (long)FS_IOC_SETFLAGS | (1L << 32), &flags));
+    char dir[256], sock[300];
+    snprintf(dir, sizeof dir, "%s", f);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(sock, sizeof sock, "%s/sock", dir);
+    struct sockaddr_un a;
+    socklen_t len = unaddr(&a, sock);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (res("bind", bind(s, (struct sockaddr *)&a, len)) == 0) {
+        struct sockaddr_un got;
+        socklen_t gl = sizeof got;
+        getsockname(s, (struct sockaddr *)&got, &gl);
+        line("bound ok %s", got.sun_path);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2)
+        return 2;
+    if (!strcmp(argv[1], "unix"))
+        return cmd_unix(argc, argv);
+    if (!strcmp(argv[1], "peercred"))
+        return cmd_peercred(argc, argv);
+    if (!strcmp(argv[1], "devices"))
+        return cmd_devices(argc, argv);
+    if (!strcmp(argv[1], "caps"))
+        return cmd_caps(argc, argv);
+    if (!strcmp(argv[1], "tree"))
+        return cmd_tree(argc, argv);
+    if (!strcmp(argv[1], "meta"))
+        return cmd_meta(argc, argv);
+    return 2;
+}

@@ -1,0 +1,336 @@
+//! The supervisor acts as the caller, never as the host: each call the
+//! supervisor performs for a container (a connect, a send, a bind, an open
+//! of a device node, a tree or metadata change) gives what runc gives, and
+//! the host side shows nothing got out. Runs under the default policy (and
+//! a user policy with path rules) on the platform of
+//! `$CORDON_TEST_PLATFORM`, so `make test-ptrace` runs it on ptrace too.
+//!
+//! The probe is `deputy.c` next to this file (one subcommand per family),
+//! compiled with `gcc -static` and bind-mounted read-only at /home. Where
+//! the outcome is runc's, the test runs the same probe under runc and
+//! compares. Needs root, a real kernel, runc and `make bundles`.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use cordon_tests::*;
+use serde_json::json;
+
+/// The probe, compiled once per test run.
+fn probe() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = repo().join("tests/deputy/deputy.c");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("deputy-probe");
+        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = dir.join(format!(".{}", unique("deputy")));
+        let out = Command::new("gcc")
+            .args(["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .output()
+            .expect("run gcc");
+        assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+        let bin = dir.join("deputy");
+        std::fs::rename(&tmp, &bin).unwrap();
+        bin
+    })
+}
+
+/// Docker's default capabilities (CAP_MKNOD among them).
+const DOCKER_CAPS: [&str; 14] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FSETID",
+    "CAP_FOWNER",
+    "CAP_MKNOD",
+    "CAP_NET_RAW",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT",
+    "CAP_KILL",
+    "CAP_AUDIT_WRITE",
+];
+
+/// A busybox container running `args` with the probe at /home, a tmpfs
+/// /tmp and Docker's default capabilities.
+fn env(args: &[&str]) -> Env {
+    let mut env = Env::busybox(args);
+    let tools = probe().parent().unwrap().to_path_buf();
+    let mounts = env.config["mounts"].as_array_mut().unwrap();
+    mounts.push(json!({"destination": "/home", "type": "bind", "source": tools, "options": ["rbind", "ro"]}));
+    mounts.push(json!({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=1777"]}));
+    for set in ["bounding", "effective", "permitted"] {
+        env.config["process"]["capabilities"][set] = json!(DOCKER_CAPS);
+    }
+    env
+}
+
+/// A read-write bind mount of `host` at `dest`.
+fn volume(env: &mut Env, host: &Path, dest: &str) {
+    env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": dest, "type": "bind", "source": host, "options": ["rbind", "rw"]}));
+}
+
+/// "NAME RESULT" lines as a map.
+fn results(out: &str) -> BTreeMap<String, String> {
+    out.lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Runs the container under cordon; its output lines.
+fn cordon(env: &Env) -> BTreeMap<String, String> {
+    results(&ok(&env.run(&unique("deputy"))))
+}
+
+/// Runs the same config under runc (the reference).
+fn runc(env: &Env) -> BTreeMap<String, String> {
+    env.write();
+    let root = TempDir::new("runc-root");
+    let out = run_captured(
+        Command::new("runc")
+            .arg("--root")
+            .arg(root.path())
+            .args(["run", "-b"])
+            .arg(env.bundle.path())
+            .arg(unique("deputy-runc")),
+    );
+    results(&ok(&out))
+}
+
+/// A symlink in the container to a host unix socket, and the host socket
+/// itself by its host path: both must be unreachable (ENOENT, as runc
+/// says), and the host server must see no connection.
+#[test]
+fn host_unix_sockets_are_not_reachable() {
+    let host = TempDir::new("deputy-host");
+    let sock = host.path().join("host.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let s = sock.to_string_lossy();
+    let script = format!("ln -s {s} /tmp/s; /home/deputy unix /tmp/s; /home/deputy unix {s}");
+    let env = env(&["sh", "-c", &script]);
+    let got = cordon(&env);
+    for call in ["connect", "sendto", "sendmsg"] {
+        assert_eq!(got.get(call).map(String::as_str), Some("err ENOENT"), "{call}: {got:?}");
+    }
+    assert_eq!(got, runc(&env), "cordon and runc differ");
+    assert!(
+        listener.accept().is_err(),
+        "ESCAPE: the host's unix socket got a connection from the container"
+    );
+}
+
+/// A uid 1000 process connects and sends to a root server inside the
+/// container: the server sees uid/gid 1000, not the supervisor's 0, through
+/// SO_PEERCRED and SO_PASSCRED; explicit SCM_CREDENTIALS pass when they are
+/// the sender's own and are refused (EPERM) when they claim root; the
+/// socket's own path comes back from getsockname/getpeername.
+#[test]
+fn peers_see_the_callers_credentials() {
+    let env = env(&["/home/deputy", "peercred"]);
+    let got = cordon(&env);
+    let want = [
+        ("bind", "ok 0"),
+        ("getsockname", "ok /tmp/pc.sock"),
+        ("getpeername", "ok /tmp/pc.sock"),
+        ("peercred", "ok uid=1000 gid=1000"),
+        ("passcred0", "ok uid=1000 gid=1000"),
+        ("scm-own", "ok 1"),
+        ("scm-root", "err EPERM"),
+        ("passcred1", "ok uid=1000 gid=1000"),
+    ];
+    for (k, v) in want {
+        assert_eq!(got.get(k).map(String::as_str), Some(v), "{k}: {got:?}");
+    }
+    assert_eq!(got, runc(&env), "cordon and runc differ");
+}
+
+/// Netlink and socket options checked against the caller's capabilities
+/// and pid namespace: RTM_NEWADDR without CAP_NET_ADMIN and AUDIT_GET from
+/// a container's pid namespace are refused, as under runc; the container's
+/// network shows no new address.
+#[test]
+fn capabilities_are_the_callers() {
+    let env = env(&[
+        "sh",
+        "-c",
+        "/home/deputy caps; ip addr show lo | grep -q 10.99.99.99 && echo added ok; true",
+    ]);
+    let got = cordon(&env);
+    assert_eq!(got.get("newaddr").map(String::as_str), Some("err EPERM"), "{got:?}");
+    assert_eq!(got.get("audit-get").map(String::as_str), Some("err EPERM"), "{got:?}");
+    assert!(!got.contains_key("added"), "ESCAPE: an address was added: {got:?}");
+    assert_eq!(got, runc(&env), "cordon and runc differ");
+}
+
+/// With CAP_MKNOD, nodes of the host's loop device and /dev/mem can be
+/// made (as under runc, whose device cgroup allows mknod of any device)
+/// but not opened, directly or through an O_PATH fd's /proc link: the
+/// container's device cgroup decides, not the supervisor's.
+#[test]
+fn the_device_cgroup_is_the_containers() {
+    let env = env(&["/home/deputy", "devices"]);
+    let got = cordon(&env);
+    for k in ["open-block", "open-char", "reopen-block"] {
+        assert_eq!(got.get(k).map(String::as_str), Some("err EPERM"), "{k}: {got:?}");
+    }
+    assert_eq!(got.get("open-null").map(|v| v.starts_with("ok")), Some(true), "{got:?}");
+    assert_eq!(got, runc(&env), "cordon and runc differ");
+}
+
+/// A policy with a denied tree, a read-only tree and a wildcard rule.
+const POLICY: &str = r#"name = "deputy"
+extends = "default"
+[[path]]
+pattern = "/data/secret/**"
+access = "deny"
+[[path]]
+pattern = "/data/ro/**"
+access = "read-only"
+[[path]]
+pattern = "/data/rw/*/private/**"
+access = "deny"
+"#;
+
+/// The host tree behind /data and an env that runs `args` on it under
+/// [`POLICY`].
+fn data_env(args: &[&str]) -> (Env, TempDir, TempDir) {
+    let data = TempDir::new("deputy-data");
+    let d = data.path();
+    for dir in ["secret", "ro", "rw/a/private", "x"] {
+        std::fs::create_dir_all(d.join(dir)).unwrap();
+    }
+    std::fs::write(d.join("secret/key"), "s").unwrap();
+    std::fs::write(d.join("ro/file"), "r").unwrap();
+    std::fs::write(d.join("rw/a/private/key"), "p").unwrap();
+    std::fs::write(d.join("x/file"), "x").unwrap();
+    std::fs::set_permissions(d.join("ro"), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let pol = TempDir::new("deputy-policy");
+    let file = pol.path().join("policy.toml");
+    std::fs::write(&file, POLICY).unwrap();
+    let mut env = env(args);
+    volume(&mut env, d, "/data");
+    env.annotate("org.cordon.policy", &file.to_string_lossy());
+    (env, data, pol)
+}
+
+/// Tree changes that would carry a protected file out of its rule: a hard
+/// link through a symlink (AT_SYMLINK_FOLLOW), RENAME_EXCHANGE with the
+/// protected directory, renaming a parent of a wildcard rule's match; and
+/// `D/**` protecting `D` itself. Each is EACCES; the host tree is intact.
+#[test]
+fn tree_changes_are_decided_on_every_path_they_touch() {
+    let (env, data, _pol) = data_env(&["/home/deputy", "tree", "/data"]);
+    let got = cordon(&env);
+    for k in [
+        "link-follow",
+        "link-plain",
+        "exchange",
+        "rename-parent",
+        "list-dir",
+        "chmod-dir",
+    ] {
+        assert_eq!(got.get(k).map(String::as_str), Some("err EACCES"), "{k}: {got:?}");
+    }
+    assert_eq!(got.get("rename-free").map(String::as_str), Some("ok 0"), "{got:?}");
+    let d = data.path();
+    assert!(
+        !d.join("copy").exists() && !d.join("copy2").exists(),
+        "ESCAPE: a new name for the secret"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("secret/key")).unwrap(), "s");
+    assert_eq!(std::fs::read_to_string(d.join("rw/a/private/key")).unwrap(), "p");
+    assert_eq!(d.join("secret").metadata().unwrap().mode() & 0o777, 0o755);
+}
+
+fn fingerprint(p: &Path) -> (u32, u32, u32, i64, i64, Vec<u8>) {
+    let m = std::fs::symlink_metadata(p).unwrap();
+    let mut xattrs = vec![0u8; 1024];
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a buffer with its length.
+    let n = unsafe { libc::llistxattr(c.as_ptr(), xattrs.as_mut_ptr().cast(), xattrs.len()) };
+    xattrs.truncate(n.max(0) as usize);
+    (m.mode(), m.uid(), m.gid(), m.mtime(), m.atime(), xattrs)
+}
+
+/// Every metadata change of a read-only file, by path and through an fd
+/// opened for reading (fchmod, fchown, fchmodat2, utimensat, futimens,
+/// utimes, the xattr calls, FS_IOC_SETFLAGS also with garbage in the
+/// command's high bits), and a unix socket bound beside it: EACCES, and
+/// the host file keeps its mode, owner, times and xattrs. The same calls
+/// on a file no rule covers give what runc gives.
+#[test]
+fn metadata_of_a_read_only_file_never_changes() {
+    let (env, data, _pol) = data_env(&["/home/deputy", "meta", "/data/ro/file"]);
+    let file = data.path().join("ro/file");
+    let before = fingerprint(&file);
+    let got = cordon(&env);
+    assert_eq!(got.get("open-ro").map(|v| v.starts_with("ok")), Some(true), "{got:?}");
+    let refused: Vec<_> = got
+        .iter()
+        .filter(|(k, v)| k.as_str() != "open-ro" && v.as_str() != "err EACCES")
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "ESCAPE: changes to a read-only file got through: {refused:?}"
+    );
+    assert_eq!(
+        fingerprint(&file),
+        before,
+        "ESCAPE: the read-only file's metadata changed"
+    );
+    assert!(
+        !data.path().join("ro/sock").exists(),
+        "ESCAPE: a socket file in a read-only tree"
+    );
+
+    let (env, data, _pol) = data_env(&["/home/deputy", "meta", "/data/x/file"]);
+    let got = cordon(&env);
+    assert_eq!(got.get("bound").map(String::as_str), Some("ok /data/x/sock"), "{got:?}");
+    let ours = fingerprint(&data.path().join("x/file"));
+    let (renv, rdata, _rpol) = data_env(&["/home/deputy", "meta", "/data/x/file"]);
+    assert_eq!(got, runc(&renv), "cordon and runc differ");
+    let theirs = fingerprint(&rdata.path().join("x/file"));
+    assert_eq!(
+        (ours.0, ours.1, ours.2, ours.3),
+        (theirs.0, theirs.1, theirs.2, theirs.3)
+    );
+}
+
+/// No cgroup hierarchy is writable inside and none shows the host's root
+/// cgroup: each v1 controller is the container's own cgroup, read-only,
+/// and the name=systemd hierarchy (the host's root there) is not mounted.
+#[test]
+fn cgroup_hierarchies_are_read_only_and_the_containers_own() {
+    let env = env(&[
+        "sh",
+        "-c",
+        "grep ' /sys/fs/cgroup/' /proc/self/mountinfo | awk '{print $5, $6}'; \
+         echo 1 > /sys/fs/cgroup/pids/pids.max && echo WROTE; ls /sys/fs/cgroup/systemd 2>&1 | head -1",
+    ]);
+    let out = ok(&env.run(&unique("deputy-cg")));
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("/sys/fs/cgroup/")).collect();
+    assert!(!lines.is_empty(), "no cgroup hierarchies mounted: {out}");
+    for l in &lines {
+        assert!(
+            l.split(' ').nth(1).unwrap().starts_with("ro"),
+            "writable hierarchy: {l}"
+        );
+    }
+    assert!(!out.contains("WROTE"), "a cgroup file was written: {out}");
+    assert!(
+        !out.contains("release_agent"),
+        "the host's root cgroup is visible: {out}"
+    );
+}
