@@ -220,38 +220,31 @@ impl Runtime {
                 loopback_up(pid.as_raw()).map_err(io("bring up lo in the container's network namespace"))?;
             }
         }
+        if let Some(pid) = container.pid() {
+            super::harden::after_build(pid.as_raw(), &spec).map_err(io("harden the container"))?;
+        }
         Ok(container)
     }
 
     /// libcontainer reads config.json from the bundle it is given; when
     /// cordon must change the config (a default cgroupsPath, so cgroups are
-    /// named `cordon/<id>` rather than libcontainer's `:youki:<id>`; the
-    /// changes of `harden`), it builds from a copy in its own directory
-    /// with absolute paths.
+    /// named `cordon/<id>` rather than libcontainer's `:youki:<id>`), it
+    /// builds from a copy in its own directory with absolute paths.
     fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };
-        let mut changed = false;
-        let cg = match linux.cgroups_path() {
-            Some(cg) => cg.to_string_lossy().into_owned(),
-            None => {
-                let mut linux = linux.clone();
-                let cg = if self.systemd_cgroup {
-                    format!("system.slice:cordon:{id}")
-                } else {
-                    format!("/cordon/{id}")
-                };
-                linux.set_cgroups_path(Some(cg.clone().into()));
-                spec.set_linux(Some(linux));
-                changed = true;
-                cg
-            }
-        };
-        changed |= super::harden::harden(&mut spec, &cg);
-        if !changed {
+        if linux.cgroups_path().is_some() {
             return Ok(bundle.to_path_buf());
         }
+        let mut linux = linux.clone();
+        let cg = if self.systemd_cgroup {
+            format!("system.slice:cordon:{id}")
+        } else {
+            format!("/cordon/{id}")
+        };
+        linux.set_cgroups_path(Some(cg.into()));
+        spec.set_linux(Some(linux));
         if let Some(root) = spec.root().clone() {
             let mut root = root;
             if !root.path().is_absolute() {

@@ -1,36 +1,41 @@
-//! What cordon changes in a bundle's config before libcontainer builds
-//! from it, where libcontainer would give the container more than runc
-//! does:
+//! What cordon corrects after libcontainer built a container (its init
+//! waits for `start`, nothing of the bundle has run), where libcontainer
+//! alone gives the container more than runc does. Done on the built
+//! container rather than on the config, so hooks and the state still name
+//! the user's bundle.
 //!
 //! - **Device rules start from deny-all.** runc always starts the device
 //!   cgroup from "deny everything" and adds the bundle's rules and its
 //!   defaults; libcontainer writes only the rules it is given, so a config
 //!   whose `linux.resources.devices` does not begin with a deny-all (the
-//!   starter config of `cordon spec`, crun's) left the cgroup at
+//!   starter config of `cordon spec`, crun's) left the v1 cgroup at
 //!   `a *:* rwm`: a container with CAP_MKNOD could open the host's disks.
-//!   A deny-all rule is put first; later rules (a privileged bundle's
-//!   allow-all included) still apply after it.
-//! - **cgroup v1 hierarchies are the container's own, read-only.**
-//!   libcontainer bind-mounts each v1 hierarchy read-write whatever the
-//!   mount's options say, and for `name=systemd` (which it does not
-//!   manage) the host's root cgroup. A `cgroup` mount on a v1 host becomes
-//!   a tmpfs with a bind of the container's own cgroup of each controller
-//!   hierarchy, read-only unless the mount asks for `rw`; named
-//!   hierarchies (`name=systemd`) are left out, since the container has no
-//!   cgroup of its own there. (runtime-spec config.md "Mounts"; runc's
-//!   `mountCgroupV1`.)
+//!   The list is written again as runc would: deny-all, the bundle's
+//!   rules in order (a privileged bundle's allow-all included), then
+//!   libcontainer's defaults.
+//! - **cgroup v1 hierarchies read-only, the host's root cgroup not shown.**
+//!   libcontainer mounts each v1 hierarchy read-write whatever the `cgroup`
+//!   mount's options say, and `name=systemd` (which it does not manage,
+//!   so the container sits in its root there) shows the host's root
+//!   cgroup. Inside the container's mount namespace, every cgroup mount
+//!   below the `cgroup` mount's destination is remounted read-only (unless
+//!   the mount asks for `rw`), and named hierarchies are unmounted.
+//!   (runtime-spec config.md "Mounts"; runc's `mountCgroupV1`.)
 
+use std::io;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use oci_spec::runtime::{LinuxDeviceCgroup, LinuxDeviceCgroupBuilder, Mount, MountBuilder, Spec};
+use oci_spec::runtime::{LinuxDeviceCgroup, Spec};
 
-/// Applies the changes above to `spec`; returns whether anything changed.
-/// `cgroups_path` is the container's cgroup path (`linux.cgroupsPath`, as
-/// cordon will pass it).
-pub fn harden(spec: &mut Spec, cgroups_path: &str) -> bool {
-    let devices = deny_all_devices_first(spec);
-    let cgroups = own_cgroup_mounts(spec, cgroups_path, &v1_hierarchies());
-    devices || cgroups
+/// Applies both corrections to the container whose init is host pid `pid`,
+/// built from `spec`.
+///
+/// Errors: the device cgroup cannot be written, or the mount namespace
+/// cannot be entered or a remount fails (the caller removes the container).
+pub fn after_build(pid: i32, spec: &Spec) -> io::Result<()> {
+    device_rules(pid, spec)?;
+    cgroup_mounts(pid, spec)
 }
 
 fn is_deny_all(r: &LinuxDeviceCgroup) -> bool {
@@ -43,169 +48,191 @@ fn is_deny_all(r: &LinuxDeviceCgroup) -> bool {
             .is_none_or(|a| ['r', 'w', 'm'].iter().all(|c| a.contains(*c)))
 }
 
-fn deny_all_devices_first(spec: &mut Spec) -> bool {
-    let Some(mut linux) = spec.linux().clone() else {
-        return false;
-    };
-    let mut resources = linux.resources().clone().unwrap_or_default();
-    let mut rules = resources.devices().clone().unwrap_or_default();
+/// The v1 device-cgroup lines (`TYPE MAJOR:MINOR ACCESS`, allow or deny)
+/// runc would leave: deny-all, the bundle's rules, libcontainer's defaults
+/// (libcgroups `default_devices` and `default_allow_devices`). `None` when
+/// the bundle's rules already begin with a deny-all (nothing to correct).
+pub fn device_lines(rules: &[LinuxDeviceCgroup]) -> Option<Vec<(bool, String)>> {
     if rules.first().is_some_and(is_deny_all) {
-        return false;
+        return None;
     }
-    let deny = LinuxDeviceCgroupBuilder::default()
-        .allow(false)
-        .access("rwm")
-        .build()
-        .expect("a literal device rule builds");
-    rules.insert(0, deny);
-    resources.set_devices(Some(rules));
-    linux.set_resources(Some(resources));
-    spec.set_linux(Some(linux));
-    true
+    let mut out = vec![(false, "a *:* rwm".to_string())];
+    for r in rules {
+        let num = |n: Option<i64>| n.map_or("*".to_string(), |n| n.to_string());
+        let typ = r.typ().map_or("a".to_string(), |t| t.as_str().to_string());
+        let access = r.access().clone().unwrap_or_else(|| "rwm".into());
+        out.push((
+            r.allow(),
+            format!("{typ} {}:{} {access}", num(r.major()), num(r.minor())),
+        ));
+    }
+    for dev in ["c 1:3", "c 1:5", "c 1:7", "c 5:0", "c 1:9", "c 1:8"] {
+        out.push((true, format!("{dev} rwm")));
+    }
+    for line in [
+        "c *:* m",
+        "b *:* m",
+        "c 5:1 rwm",
+        "c 136:* rwm",
+        "c 5:2 rwm",
+        "c 10:200 rwm",
+    ] {
+        out.push((true, line.to_string()));
+    }
+    Some(out)
 }
 
-/// The host's cgroup v1 controller hierarchies: (mount point, whether it
-/// is a named hierarchy such as `name=systemd`), from
-/// `/proc/self/mountinfo`. Empty on a cgroup v2 host.
-pub fn v1_hierarchies() -> Vec<(PathBuf, bool)> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
+fn device_rules(pid: i32, spec: &Spec) -> io::Result<()> {
+    let rules = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.devices().clone())
+        .unwrap_or_default();
+    let Some(lines) = device_lines(&rules) else {
+        return Ok(());
     };
-    info.lines()
+    // The init's devices cgroup (v1); a v2 host has none to correct here.
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    let Some(path) = cgroups.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, ctl, path) = (p.next()?, p.next()?, p.next()?);
+        ctl.split(',').any(|c| c == "devices").then(|| path.to_string())
+    }) else {
+        return Ok(());
+    };
+    let Some(mount) = v1_mount("devices") else {
+        return Ok(());
+    };
+    let dir = mount.join(path.trim_start_matches('/'));
+    for (allow, line) in lines {
+        let file = dir.join(if allow { "devices.allow" } else { "devices.deny" });
+        std::fs::write(&file, &line)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {line}: {e}", file.display())))?;
+    }
+    Ok(())
+}
+
+/// Where the host mounts the v1 hierarchy that has option `opt`.
+fn v1_mount(opt: &str) -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        let mut post = post.split_whitespace();
+        let (fstype, _src, opts) = (post.next()?, post.next()?, post.next()?);
+        let mut pre = pre.split_whitespace();
+        let root = pre.nth(3)?;
+        let point = pre.next()?;
+        (fstype == "cgroup" && root == "/" && opts.split(',').any(|o| o == opt)).then(|| PathBuf::from(point))
+    })
+}
+
+/// One cgroup v1 mount of the container: (mount point, named hierarchy).
+pub fn cgroup_v1_mounts(mountinfo: &str, below: &Path) -> Vec<(PathBuf, bool)> {
+    mountinfo
+        .lines()
         .filter_map(|l| {
             let (pre, post) = l.split_once(" - ")?;
             let mut post = post.split_whitespace();
             let (fstype, _src, opts) = (post.next()?, post.next()?, post.next()?);
-            let point = pre.split_whitespace().nth(4)?;
-            (fstype == "cgroup").then(|| (PathBuf::from(point), opts.split(',').any(|o| o.starts_with("name="))))
+            let point = PathBuf::from(pre.split_whitespace().nth(4)?);
+            (fstype == "cgroup" && point.starts_with(below))
+                .then(|| (point, opts.split(',').any(|o| o.starts_with("name="))))
         })
         .collect()
 }
 
-/// Replaces every `cgroup` mount with a tmpfs and read-only binds of the
-/// container's cgroup in each controller hierarchy of `hierarchies`.
-/// Nothing changes on a v2 host (no hierarchies) or with a systemd-style
-/// cgroups path (`slice:prefix:name`), whose directories libcontainer names.
-fn own_cgroup_mounts(spec: &mut Spec, cgroups_path: &str, hierarchies: &[(PathBuf, bool)]) -> bool {
-    let Some(mounts) = spec.mounts().clone() else {
-        return false;
-    };
-    if hierarchies.is_empty() || cgroups_path.contains(':') || !mounts.iter().any(is_cgroup) {
-        return false;
+fn cgroup_mounts(pid: i32, spec: &Spec) -> io::Result<()> {
+    let targets: Vec<(PathBuf, bool)> = spec
+        .mounts()
+        .iter()
+        .flatten()
+        .filter(|m| m.typ().as_deref() == Some("cgroup"))
+        .map(|m| (m.destination().clone(), m.options().iter().flatten().any(|o| o == "rw")))
+        .collect();
+    if targets.is_empty() {
+        return Ok(());
     }
-    let rel = cgroups_path.trim_start_matches('/');
-    let mut out = Vec::with_capacity(mounts.len() + hierarchies.len());
-    for m in mounts {
-        if !is_cgroup(&m) {
-            out.push(m);
-            continue;
-        }
-        let rw = m.options().iter().flatten().any(|o| o == "rw");
-        let dest = m.destination().clone();
-        out.push(mount(
-            &dest,
-            "tmpfs",
-            Path::new("tmpfs"),
-            &["nosuid", "noexec", "nodev", "mode=755"],
-        ));
-        for (point, named) in hierarchies {
-            let Some(name) = point.file_name() else { continue };
-            if *named {
-                continue;
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))?;
+    std::thread::scope(|s| {
+        s.spawn(|| -> io::Result<()> {
+            use nix::mount::{mount, umount2, MntFlags, MsFlags};
+            // A private fs_struct, then the container's mount namespace
+            // (root and cwd become its root): this thread only.
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS)?;
+            nix::sched::setns(ns.as_fd(), nix::sched::CloneFlags::CLONE_NEWNS)?;
+            // Its own pid 1 is the init (this thread is not in its pid
+            // namespace, so /proc/self would not resolve there).
+            let info = std::fs::read_to_string("/proc/1/mountinfo")?;
+            for (dest, rw) in &targets {
+                for (point, named) in cgroup_v1_mounts(&info, dest) {
+                    if named {
+                        umount2(&point, MntFlags::MNT_DETACH)?;
+                    } else if !rw {
+                        let flags = MsFlags::MS_REMOUNT
+                            | MsFlags::MS_BIND
+                            | MsFlags::MS_RDONLY
+                            | MsFlags::MS_NOSUID
+                            | MsFlags::MS_NODEV
+                            | MsFlags::MS_NOEXEC;
+                        mount(None::<&str>, &point, None::<&str>, flags, None::<&str>)
+                            .map_err(|e| io::Error::other(format!("remount {} read-only: {e}", point.display())))?;
+                    }
+                }
             }
-            let access = if rw { "rw" } else { "ro" };
-            out.push(mount(
-                &dest.join(name),
-                "bind",
-                &point.join(rel),
-                &["rbind", "nosuid", "noexec", "nodev", access],
-            ));
-        }
-    }
-    spec.set_mounts(Some(out));
-    true
-}
-
-fn is_cgroup(m: &Mount) -> bool {
-    m.typ().as_deref() == Some("cgroup")
-}
-
-fn mount(dest: &Path, typ: &str, source: &Path, options: &[&str]) -> Mount {
-    MountBuilder::default()
-        .destination(dest)
-        .typ(typ)
-        .source(source)
-        .options(options.iter().map(|o| o.to_string()).collect::<Vec<_>>())
-        .build()
-        .expect("a mount with every field set builds")
+            Ok(())
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("harden thread panicked")))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spec(json: serde_json::Value) -> Spec {
+    fn rules(json: serde_json::Value) -> Vec<LinuxDeviceCgroup> {
         serde_json::from_value(json).unwrap()
     }
 
     #[test]
     fn device_rules_start_from_deny_all() {
-        let mut s = spec(serde_json::json!({"ociVersion": "1.0.2", "linux": {"resources": {"devices": []}}}));
-        assert!(deny_all_devices_first(&mut s));
-        let rules = s
-            .linux()
-            .as_ref()
-            .unwrap()
-            .resources()
-            .as_ref()
-            .unwrap()
-            .devices()
-            .clone()
-            .unwrap();
-        assert!(is_deny_all(&rules[0]));
-        assert!(!deny_all_devices_first(&mut s), "already first: unchanged");
-        // A privileged bundle's allow-all stays after it.
-        let mut p = spec(
-            serde_json::json!({"ociVersion": "1.0.2", "linux": {"resources": {"devices": [
-            {"allow": true, "access": "rwm"}]}}}),
+        let lines = device_lines(&[]).unwrap();
+        assert_eq!(lines[0], (false, "a *:* rwm".to_string()));
+        assert!(
+            lines.contains(&(true, "c 1:3 rwm".to_string())),
+            "/dev/null stays usable"
         );
-        assert!(deny_all_devices_first(&mut p));
-        let rules = p
-            .linux()
-            .as_ref()
-            .unwrap()
-            .resources()
-            .as_ref()
-            .unwrap()
-            .devices()
-            .clone()
-            .unwrap();
-        assert!(rules.len() == 2 && rules[1].allow());
+        assert!(
+            !lines.iter().any(|(a, l)| *a && l.starts_with("b 7")),
+            "no block device opens"
+        );
+        assert_eq!(
+            device_lines(&rules(serde_json::json!([{"allow": false, "access": "rwm"}]))),
+            None
+        );
+        // A privileged bundle's allow-all comes after the deny-all.
+        let p = device_lines(&rules(serde_json::json!([{"allow": true, "access": "rwm"}]))).unwrap();
+        assert_eq!(p[1], (true, "a *:* rwm".to_string()));
+        let one = device_lines(&rules(
+            serde_json::json!([{"allow": true, "type": "c", "major": 10, "access": "rw"}]),
+        ));
+        assert_eq!(one.unwrap()[1], (true, "c 10:* rw".to_string()));
     }
 
     #[test]
-    fn cgroup_mounts_become_own_read_only_binds() {
-        let hier = [
-            (PathBuf::from("/sys/fs/cgroup/memory"), false),
-            (PathBuf::from("/sys/fs/cgroup/systemd"), true),
-        ];
-        let mut s = spec(serde_json::json!({"ociVersion": "1.0.2", "mounts": [
-            {"destination": "/proc", "type": "proc", "source": "proc"},
-            {"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup", "options": ["ro"]}]}));
-        assert!(own_cgroup_mounts(&mut s, "/cordon/c1", &hier));
-        let m = s.mounts().clone().unwrap();
-        assert_eq!(m.len(), 3, "{m:?}");
-        assert_eq!(m[1].typ().as_deref(), Some("tmpfs"));
+    fn cgroup_mounts_below_a_destination() {
+        let info = "110 109 0:64 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n\
+                    111 110 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n\
+                    119 110 0:37 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n\
+                    120 1 0:38 / /other rw - cgroup cgroup rw,pids\n";
+        let m = cgroup_v1_mounts(info, Path::new("/sys/fs/cgroup"));
         assert_eq!(
-            m[2].source().as_deref(),
-            Some(Path::new("/sys/fs/cgroup/memory/cordon/c1"))
+            m,
+            [
+                (PathBuf::from("/sys/fs/cgroup/cpu"), false),
+                (PathBuf::from("/sys/fs/cgroup/systemd"), true)
+            ]
         );
-        assert_eq!(m[2].destination(), Path::new("/sys/fs/cgroup/memory"));
-        assert!(m[2].options().as_ref().unwrap().contains(&"ro".to_string()));
-        // systemd-style paths and v2 hosts: unchanged.
-        let mut t = spec(serde_json::json!({"ociVersion": "1.0.2", "mounts": [
-            {"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup"}]}));
-        assert!(!own_cgroup_mounts(&mut t, "system.slice:x:y", &hier));
-        assert!(!own_cgroup_mounts(&mut t, "/x", &[]));
     }
 }
