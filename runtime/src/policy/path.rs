@@ -11,8 +11,42 @@ use super::model::{PathAccess, PathRule};
 #[derive(Debug, Clone, Default)]
 pub struct PathPolicy {
     rules: Vec<(GlobMatcher, Option<GlobMatcher>, PathAccess)>,
-    /// The components of each restrictive rule's pattern.
-    restricted: Vec<Vec<String>>,
+    /// The components of each restrictive rule's pattern, compiled.
+    restricted: Vec<Vec<Component>>,
+}
+
+/// One `/`-separated component of a pattern, for [`PathPolicy::restricts_below`].
+#[derive(Debug, Clone)]
+enum Component {
+    /// `**`: any number of components.
+    AnyDepth,
+    /// A brace group that continues into the next component (`{a/b,c}`):
+    /// cannot be matched one component at a time.
+    Spanning,
+    /// A literal name.
+    Literal(String),
+    /// A name with wildcards.
+    Glob(GlobMatcher),
+}
+
+impl Component {
+    fn compile(c: &str) -> Result<Self, String> {
+        Ok(if c == "**" {
+            Component::AnyDepth
+        } else if c.contains('{') && !c.contains('}') {
+            Component::Spanning
+        } else if c.contains(['*', '?', '[', '{', '\\']) {
+            Component::Glob(
+                GlobBuilder::new(c)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| e.to_string())?
+                    .compile_matcher(),
+            )
+        } else {
+            Component::Literal(c.to_string())
+        })
+    }
 }
 
 impl PathPolicy {
@@ -25,13 +59,8 @@ impl PathPolicy {
                 return Err((i, format!("{:?} must be an absolute path", r.pattern)));
             }
             if r.access != PathAccess::Allow {
-                restricted.push(
-                    r.pattern
-                        .split('/')
-                        .filter(|c| !c.is_empty())
-                        .map(str::to_string)
-                        .collect(),
-                );
+                let comps = r.pattern.split('/').filter(|c| !c.is_empty()).map(Component::compile);
+                restricted.push(comps.collect::<Result<_, _>>().map_err(|e| (i, e))?);
             }
             let glob = GlobBuilder::new(&r.pattern)
                 .literal_separator(true)
@@ -90,32 +119,20 @@ fn trim_slashes(path: &str) -> &str {
     }
 }
 
-fn glob_is_match(pattern: &str, path: &str) -> bool {
-    GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map(|g| g.compile_matcher().is_match(path))
-        .unwrap_or(true)
-}
-
 /// Whether a pattern split in components (`pat`) can match a path strictly
 /// below the directory whose components are `dir`. A brace group that
-/// spans components (`{a/b,c}`) cannot be split: such a pattern counts as
-/// matching below any directory on its literal prefix's path.
-fn may_match_below(pat: &[String], dir: &[&str]) -> bool {
+/// spans components (`{a/b,c}`) counts as matching below anything from
+/// where it starts.
+fn may_match_below(pat: &[Component], dir: &[&str]) -> bool {
     for (i, d) in dir.iter().enumerate() {
         let Some(p) = pat.get(i) else {
             return false;
         };
-        if p == "**" {
-            return true;
-        }
-        if p.contains('{') && !p.contains('}') {
-            // A brace group continues into the next component.
-            return true;
-        }
-        if !glob_is_match(p, d) {
-            return false;
+        match p {
+            Component::AnyDepth | Component::Spanning => return true,
+            Component::Literal(l) if l != d => return false,
+            Component::Glob(g) if !g.is_match(d) => return false,
+            _ => {}
         }
     }
     pat.len() > dir.len()
