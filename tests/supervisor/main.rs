@@ -317,10 +317,11 @@ fn egress_policy_on_connect_sendto_sendmsg() {
         "per-port deny, per-address deny, metadata service, datagrams"
     );
     let audit = env.audit(&id);
+    // The connects' records (the servers' binds are recorded too).
     let find = |d: &str| {
         audit
             .iter()
-            .find(|r| r["detail"].as_str().unwrap_or("").starts_with(d))
+            .find(|r| r["syscall"] == "connect" && r["detail"].as_str().unwrap_or("").starts_with(d))
             .cloned()
     };
     let r = find("127.0.0.1:8081").expect("audit of the denied connect");
