@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/fs.h>
@@ -376,6 +378,96 @@ static int cmd_meta(int argc, char **argv)
     return 0;
 }
 
+static atomic_int stop_flip;
+static const char *flip_dirs[2];
+
+static void *flip_cwd(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; !atomic_load(&stop_flip); i++)
+        if (chdir(flip_dirs[i & 1]))
+            break;
+    return NULL;
+}
+
+/* bindrace DIR_A DIR_B NAME TRIES: one thread moves the cwd between two
+ * directories while the main thread binds unix sockets at the relative
+ * NAME; prints how many binds succeeded. */
+static int cmd_bindrace(int argc, char **argv)
+{
+    if (argc < 6)
+        return 2;
+    flip_dirs[0] = argv[2];
+    flip_dirs[1] = argv[3];
+    long tries = atol(argv[5]), ok = 0;
+    pthread_t t;
+    pthread_create(&t, NULL, flip_cwd, NULL);
+    for (long i = 0; i < tries; i++) {
+        struct sockaddr_un a;
+        socklen_t len = unaddr(&a, argv[4]);
+        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (bind(s, (struct sockaddr *)&a, len) == 0) {
+            ok++;
+            unlink(argv[4]);
+        }
+        close(s);
+    }
+    atomic_store(&stop_flip, 1);
+    pthread_join(t, NULL);
+    line("binds ok %ld", ok);
+    return 0;
+}
+
+static char race_path[64];
+
+static void *flip_path(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; !atomic_load(&stop_flip); i++)
+        memcpy(race_path, (i & 1) ? "/sys" : "/tmp", 4);
+    return NULL;
+}
+
+/* xattrrace TRIES: /tmp/fs/cgroup is a symlink; a thread rewrites the
+ * path buffer between /tmp/fs/cgroup and /sys/fs/cgroup while the main
+ * thread sets user.pwned on it with lsetxattr. */
+static int cmd_xattrrace(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    mkdir("/tmp/fs", 0755);
+    symlink("x", "/tmp/fs/cgroup");
+    strcpy(race_path, "/tmp/fs/cgroup");
+    long tries = atol(argv[2]);
+    pthread_t t;
+    pthread_create(&t, NULL, flip_path, NULL);
+    for (long i = 0; i < tries; i++)
+        lsetxattr(race_path, "user.pwned", "yes", 3, 0);
+    atomic_store(&stop_flip, 1);
+    pthread_join(t, NULL);
+    char v[8];
+    res("pwned", getxattr("/sys/fs/cgroup", "user.pwned", v, sizeof v));
+    return 0;
+}
+
+/* manyfiles DIR N: creates N empty files in DIR; prints how many. */
+static int cmd_manyfiles(int argc, char **argv)
+{
+    if (argc < 4)
+        return 2;
+    long n = atol(argv[3]), made = 0;
+    char p[512];
+    for (; made < n; made++) {
+        snprintf(p, sizeof p, "%s/f%ld", argv[2], made);
+        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            break;
+        close(fd);
+    }
+    line("made ok %ld", made);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -393,5 +485,11 @@ int main(int argc, char **argv)
         return cmd_tree(argc, argv);
     if (!strcmp(argv[1], "meta"))
         return cmd_meta(argc, argv);
+    if (!strcmp(argv[1], "manyfiles"))
+        return cmd_manyfiles(argc, argv);
+    if (!strcmp(argv[1], "bindrace"))
+        return cmd_bindrace(argc, argv);
+    if (!strcmp(argv[1], "xattrrace"))
+        return cmd_xattrrace(argc, argv);
     return 2;
 }

@@ -28,7 +28,7 @@ fn probe() -> &'static Path {
         std::fs::create_dir_all(&dir).unwrap();
         let tmp = dir.join(format!(".{}", unique("deputy")));
         let out = Command::new("gcc")
-            .args(["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+            .args(["-static", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", "-o"])
             .arg(&tmp)
             .arg(&src)
             .output()
@@ -332,5 +332,66 @@ fn cgroup_hierarchies_are_read_only_and_the_containers_own() {
     assert!(
         !out.contains("release_agent"),
         "the host's root cgroup is visible: {out}"
+    );
+}
+
+/// Found by an attack pass: a bind at a relative path re-read the caller's
+/// cwd for its check, the bind and a check after it, and the check after
+/// removed what it found as root. A uid 1000 process flipping its cwd
+/// between a directory of its own and a volume holding a root-owned file
+/// deleted that file. The host file must survive.
+#[test]
+fn a_bind_race_cannot_delete_files_the_caller_could_not() {
+    let vol = TempDir::new("deputy-bindrace");
+    std::fs::write(vol.path().join("victim"), "v").unwrap();
+    let mut env = env(&[
+        "sh",
+        "-c",
+        "mkdir -p /tmp/w; /home/deputy bindrace /tmp/w /vol victim 3000",
+    ]);
+    volume(&mut env, vol.path(), "/vol");
+    env.config["process"]["user"] = json!({"uid": 1000, "gid": 1000});
+    env.config["process"]["capabilities"] = json!({});
+    let got = cordon(&env);
+    assert!(got.contains_key("binds"), "{got:?}");
+    assert_eq!(
+        std::fs::read_to_string(vol.path().join("victim")).ok().as_deref(),
+        Some("v"),
+        "ESCAPE: a root-owned host file was deleted through the bind race"
+    );
+}
+
+/// Found by an attack pass: lsetxattr on a symlink read the path twice
+/// from the caller's memory, deciding on the first copy and acting on the
+/// second. A thread flipping `/tmp` and `/sys` in the buffer set an xattr
+/// on the read-only `/sys/fs/cgroup`.
+#[test]
+fn an_xattr_race_cannot_reach_a_read_only_path() {
+    let env = env(&["/home/deputy", "xattrrace", "20000"]);
+    let got = cordon(&env);
+    assert_eq!(
+        got.get("pwned").map(String::as_str),
+        Some("err ENODATA"),
+        "ESCAPE: an xattr was set on a read-only path: {got:?}"
+    );
+}
+
+/// Found by an attack pass: the files the supervisor creates for a
+/// container were charged to the supervisor's memory cgroup (the host's),
+/// so 200k files in a tmpfs went past a 32 MiB limit. They are charged to
+/// the container now: it cannot create them all (runc: OOM-killed).
+#[test]
+fn files_the_supervisor_creates_count_against_the_containers_memory() {
+    let mut env = env(&["/home/deputy", "manyfiles", "/tmp", "200000"]);
+    env.config["linux"]["resources"]["memory"] = json!({"limit": 32 * 1024 * 1024});
+    let out = env.run(&unique("deputy-mem"));
+    let made: u64 = results(&stdout(&out))
+        .get("made")
+        .and_then(|v| v.strip_prefix("ok ")?.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        out.status.code() == Some(137) || made < 200_000,
+        "ESCAPE: 200000 files past a 32 MiB limit (exit {:?})",
+        out.status.code()
     );
 }

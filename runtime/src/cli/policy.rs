@@ -51,9 +51,35 @@ fn print_record(r: &Record, json: bool) {
     } else {
         println!(
             "{} pid={} {} {} -> {} ({})",
-            r.time, r.pid, r.syscall, r.detail, r.result, r.action
+            r.time,
+            r.pid,
+            escaped(&r.syscall),
+            escaped(&r.detail),
+            escaped(&r.result),
+            escaped(&r.action)
         );
     }
+}
+
+/// `text` with control characters (newlines, escape sequences, NUL)
+/// written as `\n`, `\t` and `\xNN` and backslashes doubled: a record's
+/// fields come from the container (paths, addresses), which must not be
+/// able to forge lines or drive the terminal.
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() || c == '\\') {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.into()
 }
 
 pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
@@ -170,5 +196,18 @@ fn action_name(a: Action, errno: i32) -> String {
         Action::Emulate => "emulate".into(),
         Action::Audit => "audit".into(),
         Action::Kill => "kill".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn text_records_cannot_forge_lines_or_drive_the_terminal() {
+        assert_eq!(super::escaped("/tmp/a b"), "/tmp/a b");
+        assert_eq!(
+            super::escaped("/x\n2026 pid=1 openat /etc/shadow -> 3 (allow)"),
+            "/x\\n2026 pid=1 openat /etc/shadow -> 3 (allow)"
+        );
+        assert_eq!(super::escaped("\u{1b}[2J\0\\"), "\\x1b[2J\\x00\\\\");
     }
 }

@@ -222,6 +222,10 @@ impl Runtime {
         }
         if let Some(pid) = container.pid() {
             super::harden::after_build(pid.as_raw(), &spec).map_err(io("harden the container"))?;
+            if let Some(sup) = meta.supervisor_pid {
+                super::harden::supervisor_memory(sup, pid.as_raw())
+                    .map_err(io("move the supervisor into the container's memory cgroup"))?;
+            }
         }
         Ok(container)
     }

@@ -38,6 +38,32 @@ pub fn after_build(pid: i32, spec: &Spec) -> io::Result<()> {
     cgroup_mounts(pid, spec)
 }
 
+/// Moves the supervisor (host pid `supervisor`) into the v1 `memory`
+/// cgroup of the container whose init is `pid`, so what the kernel
+/// allocates for the files it creates on the container's behalf (inodes,
+/// dentries) is charged to the container's limit, not to the host. Only
+/// `memory`: in the container's freezer the supervisor would freeze with
+/// it, and its threads do not belong in the container's pids count. A v2
+/// host has no separate memory hierarchy and is left as it is.
+///
+/// Errors: the container's memory cgroup exists but refuses the move.
+pub fn supervisor_memory(supervisor: i32, pid: i32) -> io::Result<()> {
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    let Some(path) = cgroups.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, ctl, path) = (p.next()?, p.next()?, p.next()?);
+        ctl.split(',').any(|c| c == "memory").then(|| path.to_string())
+    }) else {
+        return Ok(());
+    };
+    let Some(mount) = v1_mount("memory") else {
+        return Ok(());
+    };
+    let procs = mount.join(path.trim_start_matches('/')).join("cgroup.procs");
+    std::fs::write(&procs, supervisor.to_string())
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", procs.display())))
+}
+
 fn is_deny_all(r: &LinuxDeviceCgroup) -> bool {
     !r.allow()
         && r.major().is_none()

@@ -333,18 +333,6 @@ fn link_followed(
     })
 }
 
-/// For calls on a directory entry itself (the `l*` xattr calls on a
-/// symlink): its parent resolved under the caller's root and the path
-/// `/proc/self/fd/<parent>/<name>`, which reaches the entry without
-/// following it. Keep the fd open while the path is used.
-pub(super) fn entry_path(ctx: &Ctx<'_>, dirfd: i32, pi: usize, creds: &Creds) -> Result<(OwnedFd, CString), Denied> {
-    let raw = path_arg(ctx, pi)?;
-    let p = parent(ctx.pid(), dirfd, &raw, creds)?;
-    let mut path = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
-    path.extend_from_slice(p.name.as_bytes());
-    Ok((p.dir, cstr(path)?))
-}
-
 /// The object a metadata call names: `dirfd` itself with AT_EMPTY_PATH and
 /// an empty path, else the path resolved in the caller's root. Checks that
 /// the policy does not deny it; `detail` gets its container path.
@@ -356,8 +344,19 @@ pub(super) fn object(
     creds: &Creds,
     detail: &mut String,
 ) -> Result<OwnedFd, Denied> {
+    object_raw(ctx, dirfd, &path_arg(ctx, pi)?, flags, creds, detail)
+}
+
+/// As [`object`], for a path already copied from the caller (`raw`).
+pub(super) fn object_raw(
+    ctx: &Ctx<'_>,
+    dirfd: i32,
+    raw: &[u8],
+    flags: i32,
+    creds: &Creds,
+    detail: &mut String,
+) -> Result<OwnedFd, Denied> {
     let pid = ctx.pid();
-    let raw = path_arg(ctx, pi)?;
     if !ctx.still_valid() {
         return Err(Denied::Errno(libc::EINTR));
     }
@@ -369,7 +368,7 @@ pub(super) fn object(
         let p = container_path(&root_of(pid)?, &fd)?;
         (fd, p.to_string_lossy().into_owned())
     } else {
-        target(pid, dirfd, &raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
+        target(pid, dirfd, raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
     };
     *detail = path.clone();
     check_read(ctx, &path)?;

@@ -15,7 +15,7 @@
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-use super::fs::{check_write, entry_path, object};
+use super::fs::{check_write, object, object_raw};
 use super::path::*;
 use super::{Ctx, Outcome, Reply};
 use crate::sys;
@@ -263,25 +263,32 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 return as_caller_do(&|| act(XattrOn::Fd(fd.as_fd())));
             }
             let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-            let nofollow = if name.starts_with('l') {
-                libc::AT_SYMLINK_NOFOLLOW
-            } else {
-                0
-            };
-            let fd = object(ctx, libc::AT_FDCWD, 0, nofollow, &creds, detail)?;
-            check_write(ctx, detail)?;
-            let is_link = nix::sys::stat::fstat(fd.as_raw_fd())
-                .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
-                .map_err(|e| Denied::Errno(e as i32))?;
-            if !is_link {
-                // Following our fd's /proc link lands on the object itself.
-                let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-                return as_caller(&creds, || act(XattrOn::Path(&link)));
+            // The path is copied once: the decision and the call are on
+            // that copy.
+            let raw = sys::read_cstring(ctx.pid(), ctx.arg(0), PATH_MAX).map_err(errno)?;
+            if name.starts_with('l') {
+                // The entry itself, not followed: its parent resolved once
+                // and held, the decision on the entry's path, the call
+                // through the held parent.
+                match parent(ctx.pid(), libc::AT_FDCWD, &raw, &creds) {
+                    Ok(p) => {
+                        *detail = p.path.clone();
+                        check_write(ctx, &p.path)?;
+                        let mut at = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
+                        at.extend_from_slice(p.name.as_bytes());
+                        let at = cstr(at)?;
+                        return as_caller(&creds, || act(XattrOn::LinkPath(&at)));
+                    }
+                    // "/", "." or "..": a directory, never a link.
+                    Err(Denied::Errno(libc::EEXIST)) => {}
+                    Err(e) => return Err(e),
+                }
             }
-            // A symlink itself (l* calls): its entry in its resolved parent.
-            // `_dir` stays open until the call is made.
-            let (_dir, entry) = entry_path(ctx, libc::AT_FDCWD, 0, &creds)?;
-            as_caller(&creds, || act(XattrOn::LinkPath(&entry)))
+            let fd = object_raw(ctx, libc::AT_FDCWD, &raw, 0, &creds, detail)?;
+            check_write(ctx, detail)?;
+            // Following our fd's /proc link lands on the object itself.
+            let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+            as_caller(&creds, || act(XattrOn::Path(&link)))
         }
         "ioctl" => {
             let cmd = ctx.arg(1) as u32;

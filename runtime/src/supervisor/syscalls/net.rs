@@ -13,6 +13,7 @@
 //! made to `/proc/self/fd/<dir>/<name>`, with `<dir>` the parent directory
 //! opened under the caller's root with openat2(RESOLVE_IN_ROOT).
 
+use std::ffi::CString;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -124,7 +125,11 @@ impl Addr {
                 let path = &self.bytes[2.min(self.bytes.len())..];
                 match path.first() {
                     Some(0) => format!("unix:@{}", String::from_utf8_lossy(&path[1..]).trim_end_matches('\0')),
-                    _ => format!("unix:{}", String::from_utf8_lossy(path).trim_end_matches('\0')),
+                    // A path ends at its first NUL, as the kernel reads it.
+                    _ => format!(
+                        "unix:{}",
+                        String::from_utf8_lossy(&path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())])
+                    ),
                 }
             }
             (f, _) => format!("family {f}"),
@@ -289,14 +294,22 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
 /// capabilities decide on privileged ports and netlink groups).
 ///
 /// A unix path is bound with the caller's exact bytes, so `getsockname`
-/// and the peer's `getpeername` show what the caller passed, from a thread
-/// that takes the caller's root, cwd and identity for the call (a private
-/// `fs_struct`: unshare(CLONE_FS), chroot to the caller's root, fchdir to
-/// its cwd): the kernel resolves the path exactly as for the caller.
-/// Before, the entry's place (its parent resolved under the caller's root)
-/// must be writable under the rules; after, the socket file must be found
-/// at a place the rules allow, or it is removed again and the caller gets
-/// EACCES (a tree changed between the two lookups).
+/// and the peer's `getpeername` show what the caller passed. Everything
+/// runs on a thread that has taken the caller's root and cwd (held copies,
+/// read once: unshare(CLONE_FS), chroot, fchdir) and its identity, so the
+/// kernel resolves the path for the check, the bind and the check after it
+/// exactly as for the caller, from the same places:
+/// 1. the parent directory is opened (O_PATH) and its container path
+///    (readlink of our fd, which the kernel gives relative to the thread's
+///    root) with the entry's name must be writable under the rules;
+/// 2. the bind;
+/// 3. the parent is opened again and must be the same directory holding a
+///    socket under that name; if a tree changed between 1 and 3 and it is
+///    not, the entry is removed as the caller (only a socket) and the
+///    caller gets EACCES. What remains (docs/SECURITY.md): a race that
+///    moves directories back and forth around the bind can leave a socket
+///    file, never data, in a read-only tree; no kernel-level rule is
+///    affected.
 pub fn bind(ctx: &Ctx<'_>) -> Outcome {
     let pid = ctx.pid();
     let addr = match Addr::read(pid, ctx.arg(1), ctx.arg(2)) {
@@ -323,58 +336,79 @@ pub fn bind(ctx: &Ctx<'_>) -> Outcome {
             detail,
         );
     };
-    let paths = &ctx.sup.policy.paths;
-    let writable = |p: &super::path::Parent| paths.allows_open(&p.path, libc::O_WRONLY as u64);
-    let place = match super::path::parent(pid, libc::AT_FDCWD, path, creds) {
-        Ok(p) => p,
-        Err(Denied::Errno(libc::EEXIST)) => return out(libc::EADDRINUSE, "allow"),
-        Err(Denied::Errno(e)) => return out(e, "allow"),
-        Err(Denied::Policy(p)) => return Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
-    };
-    if !writable(&place) {
-        return Outcome::new(Reply::Errno(libc::EACCES), "deny", place.path);
-    }
     let cwd = match super::path::dir_copy(pid, libc::AT_FDCWD) {
         Ok(c) => c,
         Err(_) => return out(libc::ESRCH, "allow"),
     };
-    let bound = in_fs_of(&caller.root, &cwd, || {
-        as_caller_identity(creds, || do_bind(&sock, addr.bytes()))
-    });
-    let reply = match bound {
-        Ok(r) => r,
-        Err(_) => return out(libc::EPERM, "allow"),
+    // Our own fd table, opened before the chroot: its readlinks name our
+    // fds from the thread's root, the caller's.
+    let fds = match std::fs::File::open("/proc/thread-self/fd") {
+        Ok(f) => f,
+        Err(_) => return out(libc::EIO, "allow"),
     };
-    if !matches!(reply, Reply::Value(_)) {
-        return Outcome::new(reply, "allow", detail);
-    }
-    // Where did it land? The same lookup again, and the entry must be the
-    // socket file.
-    let again = super::path::parent(pid, libc::AT_FDCWD, path, creds).ok();
-    let landed = again.as_ref().is_some_and(|p| {
-        writable(p)
-            && nix::sys::stat::fstatat(
-                Some(p.dir.as_raw_fd()),
-                p.name.as_c_str(),
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+    let paths = &ctx.sup.policy.paths;
+    let (parent, name) = super::path::split_parent(path);
+    let (Ok(parent), Ok(name)) = (CString::new(parent), CString::new(name)) else {
+        return out(libc::EINVAL, "allow");
+    };
+    let r = in_fs_of(&caller.root, &cwd, || {
+        creds::with_identity(creds, || -> Result<Reply, Denied> {
+            let dir_flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+            let place = |dir: &OwnedFd| -> Result<String, Denied> {
+                let link = nix::fcntl::readlinkat(Some(fds.as_raw_fd()), format!("{}", dir.as_raw_fd()).as_str())
+                    .map_err(|e| Denied::Errno(e as i32))?;
+                let link = link.to_string_lossy();
+                let sep = if link.ends_with('/') { "" } else { "/" };
+                Ok(format!("{link}{sep}{}", name.to_string_lossy()))
+            };
+            let before = sys::openat2(super::path::cwd_fd(), &parent, dir_flags, 0, 0)?;
+            let want = place(&before)?;
+            if !paths.allows_open(&want, libc::O_WRONLY as u64) {
+                return Err(Denied::Policy(want));
+            }
+            let reply = do_bind(&sock, addr.bytes());
+            if !matches!(reply, Reply::Value(_)) {
+                return Ok(reply);
+            }
+            let same = |a: &OwnedFd, b: &OwnedFd| {
+                let (x, y) = (
+                    nix::sys::stat::fstat(a.as_raw_fd()),
+                    nix::sys::stat::fstat(b.as_raw_fd()),
+                );
+                matches!((x, y), (Ok(x), Ok(y)) if (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino))
+            };
+            let is_socket = |dir: &OwnedFd| {
+                nix::sys::stat::fstatat(
+                    Some(dir.as_raw_fd()),
+                    name.as_c_str(),
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+            };
+            match sys::openat2(super::path::cwd_fd(), &parent, dir_flags, 0, 0) {
+                Ok(after) if same(&before, &after) && is_socket(&before) => Ok(reply),
+                Ok(after) => {
+                    // Moved while bound: take back what landed elsewhere, as
+                    // the caller, and only a socket.
+                    if is_socket(&after) {
+                        let _ = nix::unistd::unlinkat(
+                            Some(after.as_raw_fd()),
+                            name.as_c_str(),
+                            nix::unistd::UnlinkatFlags::NoRemoveDir,
+                        );
+                    }
+                    Err(Denied::Policy(format!("{want} (moved while bound)")))
+                }
+                Err(_) => Err(Denied::Policy(format!("{want} (moved while bound)"))),
+            }
+        })
     });
-    if !landed {
-        if let Some(p) = &again {
-            let _ = nix::unistd::unlinkat(
-                Some(p.dir.as_raw_fd()),
-                p.name.as_c_str(),
-                nix::unistd::UnlinkatFlags::NoRemoveDir,
-            );
-        }
-        return Outcome::new(
-            Reply::Errno(libc::EACCES),
-            "deny",
-            format!("{detail} (moved while bound)"),
-        );
+    match r {
+        Ok(Ok(Ok(reply))) => Outcome::new(reply, "allow", detail),
+        Ok(Ok(Err(Denied::Policy(p)))) => Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+        Ok(Ok(Err(Denied::Errno(e)))) => out(e, "allow"),
+        _ => out(libc::EPERM, "allow"),
     }
-    Outcome::new(reply, "allow", detail)
 }
 
 fn do_bind(sock: &OwnedFd, addr: &[u8]) -> Reply {
@@ -843,6 +877,11 @@ mod tests {
         let mut un = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
         un.extend_from_slice(b"/run/x.sock\0junk");
         assert_eq!(Addr::from_bytes(&un).unwrap().unix_path(), Some(&b"/run/x.sock"[..]));
+        assert_eq!(
+            Addr::from_bytes(&un).unwrap().describe(),
+            "unix:/run/x.sock",
+            "cut at the NUL"
+        );
         let mut abstract_ = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
         abstract_.extend_from_slice(b"\0name");
         let abstract_ = Addr::from_bytes(&abstract_).unwrap();
