@@ -818,6 +818,53 @@ fn tmpfs_mount_is_writable() {
     assert_eq!(run_ok(&env, &id), "ok 5\nhello\ntmpfs\n");
 }
 
+/// `source` is optional in the runtime spec (crun's configs leave it out
+/// for proc): such mounts are made with an empty source, as runc makes
+/// them, and show the same in /proc/mounts. Both with cordon's default
+/// cgroupsPath and with one of the config's own.
+#[test]
+fn mounts_without_a_source_are_made() {
+    for explicit_cgroups_path in [false, true] {
+        let mut env = Env::busybox(&[
+            "sh",
+            "-c",
+            "probe write /mnt/t/f hello && grep -E ' /(proc|mnt/t) ' /proc/self/mounts | cut -d' ' -f1-3",
+        ]);
+        let id = unique("nosource");
+        for m in env.config["mounts"].as_array_mut().expect("mounts") {
+            if m["destination"] == "/proc" {
+                m.as_object_mut().unwrap().remove("source");
+            }
+        }
+        add_mount(
+            &mut env,
+            json!({"destination": "/mnt/t", "type": "tmpfs", "options": ["size=1m"]}),
+        );
+        if explicit_cgroups_path {
+            env.config["linux"]["cgroupsPath"] = json!(format!("/cordon/{id}"));
+        }
+        assert_eq!(
+            run_ok(&env, &id),
+            "ok 5\n /proc proc\n /mnt/t tmpfs\n",
+            "cgroupsPath given: {explicit_cgroups_path}"
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+/// A bind mount without a source has nothing to bind: refused, naming it.
+#[test]
+fn bind_mount_without_a_source_fails_naming_it() {
+    let mut env = Env::busybox(&["true"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/b", "type": "bind", "options": ["rbind"]}),
+    );
+    let id = unique("nosourcebind");
+    assert_fails(&env.run(&id), &["mounts", "/mnt/b", "source"]);
+    assert_clean(&env, &id);
+}
+
 #[test]
 fn bind_mount_shows_host_files_and_takes_writes() {
     let host = TempDir::new("bind");

@@ -224,23 +224,34 @@ impl Runtime {
     }
 
     /// libcontainer reads config.json from the bundle it is given; when
-    /// cordon must change the config (a default cgroupsPath, so cgroups are
-    /// named `cordon/<id>` rather than libcontainer's `:youki:<id>`), it
-    /// builds from a copy in its own directory with absolute paths.
+    /// cordon must change the config it builds from a copy in its own
+    /// directory, with absolute paths. Changes: a default cgroupsPath (so
+    /// cgroups are named `cordon/<id>` rather than libcontainer's
+    /// `:youki:<id>`); an empty `source` for mounts without one (optional
+    /// in the runtime spec; runc passes an empty source to mount(2), so
+    /// /proc/mounts shows the same); and no `linux.seccomp`, which cordon's
+    /// Executor installs itself after its own handshake
+    /// ([`super::executor`]).
     fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };
-        if linux.cgroups_path().is_some() {
+        let no_cgroups_path = linux.cgroups_path().is_none();
+        let has_seccomp = linux.seccomp().is_some();
+        let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
+        if !no_cgroups_path && !has_seccomp && !sourceless {
             return Ok(bundle.to_path_buf());
         }
         let mut linux = linux.clone();
-        let cg = if self.systemd_cgroup {
-            format!("system.slice:cordon:{id}")
-        } else {
-            format!("/cordon/{id}")
-        };
-        linux.set_cgroups_path(Some(cg.into()));
+        if no_cgroups_path {
+            let cg = if self.systemd_cgroup {
+                format!("system.slice:cordon:{id}")
+            } else {
+                format!("/cordon/{id}")
+            };
+            linux.set_cgroups_path(Some(cg.into()));
+        }
+        linux.set_seccomp(None);
         spec.set_linux(Some(linux));
         if let Some(root) = spec.root().clone() {
             let mut root = root;
@@ -253,11 +264,14 @@ impl Runtime {
             let mounts = mounts
                 .into_iter()
                 .map(|mut m| {
-                    if let Some(src) = m.source().clone() {
-                        let is_bind = m.typ().as_deref() == Some("bind")
-                            || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind");
-                        if is_bind && src.is_relative() {
-                            m.set_source(Some(bundle.join(src)));
+                    match m.source().clone() {
+                        Some(src) => {
+                            if is_bind(&m) && src.is_relative() {
+                                m.set_source(Some(bundle.join(src)));
+                            }
+                        }
+                        None => {
+                            m.set_source(Some(PathBuf::new()));
                         }
                     }
                     m
@@ -386,6 +400,11 @@ impl Runtime {
         std::fs::write(&path, json).map_err(io("write exec process.json"))?;
         Ok(path)
     }
+}
+
+/// Whether `m` is a bind mount (type `bind`, or a `bind`/`rbind` option).
+pub(crate) fn is_bind(m: &oci_spec::runtime::Mount) -> bool {
+    m.typ().as_deref() == Some("bind") || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind")
 }
 
 /// Whether the spec asks for a new network namespace (no path to join).

@@ -129,6 +129,14 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
     if let Some(mounts) = spec.mounts() {
         let known = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
         for m in mounts {
+            // `source` is optional (a proc or tmpfs mount needs none), but
+            // a bind mount without one has nothing to bind.
+            if m.source().is_none() && super::create::is_bind(m) {
+                return Err((
+                    "mounts",
+                    format!("{}: a bind mount needs a source", m.destination().display()),
+                ));
+            }
             let Some(t) = m.typ().as_deref() else { continue };
             let ok = t.is_empty()
                 || t == "bind"
