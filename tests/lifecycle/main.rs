@@ -852,6 +852,28 @@ fn mounts_without_a_source_are_made() {
     }
 }
 
+/// `--systemd-cgroup` where systemd does not run: refused as runc refuses
+/// it, leaving nothing (no cgroup named after the `slice:prefix:name`).
+#[test]
+fn systemd_cgroup_without_systemd_fails_cleanly() {
+    if std::path::Path::new("/run/systemd/system").is_dir() {
+        eprintln!("systemd runs here: nothing to check");
+        return;
+    }
+    let mut env = Env::busybox(&["true"]);
+    let id = unique("systemd");
+    env.config["linux"]["cgroupsPath"] = json!(format!("system.slice:cri:{id}"));
+    env.write();
+    let b = bundle(&env);
+    let out = env.cordon(&["--systemd-cgroup", "run", "-b", &b, &id]);
+    assert_fails(&out, &["--systemd-cgroup", "systemd not running"]);
+    assert_clean(&env, &id);
+    for dir in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+        let leaked = std::path::Path::new(dir).join(format!("system.slice:cri:{id}"));
+        assert!(!leaked.exists(), "{} created", leaked.display());
+    }
+}
+
 /// A bind mount without a source has nothing to bind: refused, naming it.
 #[test]
 fn bind_mount_without_a_source_fails_naming_it() {

@@ -366,6 +366,18 @@ static int cmd_uname(int argc, char **argv)
     return 0;
 }
 
+/* domainname: the NIS domain name uname(2) reports. */
+static int cmd_domainname(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct utsname u;
+    if (uname(&u) < 0)
+        return report(-1, errno);
+    out("%s", u.domainname);
+    return 0;
+}
+
 /* sysinfo: "totalram=<bytes> uptime=<s> procs=<n>". */
 static int cmd_sysinfo(int argc, char **argv)
 {
@@ -1382,6 +1394,7 @@ static const struct subcommand subcommands[] = {
     {"int80", cmd_int80, "NR [A0 A1 A2]"},
     {"x32", cmd_x32, "NR [A0 .. A5]"},
     {"uname", cmd_uname, ""},
+    {"domainname", cmd_domainname, ""},
     {"sysinfo", cmd_sysinfo, ""},
     {"open", cmd_open, "PATH [FLAGS]"},
     {"read", cmd_read, "PATH"},

@@ -120,6 +120,25 @@ fn uname_shows_the_virtual_identity() {
     assert!(!lines.iter().any(|l| l.contains(host.trim())), "host release leaked");
 }
 
+/// The emulated uname's domain name is config.json's `domainname` (the one
+/// the kernel has in the container's UTS namespace), else the host's.
+#[test]
+fn uname_domainname_follows_the_spec() {
+    let mut env = Env::busybox(&[]);
+    env.config["domainname"] = json!("example.org");
+    let lines = sh(
+        &env,
+        &unique("domain"),
+        "probe domainname; cat /proc/sys/kernel/domainname",
+    );
+    assert_eq!(lines, ["example.org", "example.org"]);
+
+    let env = Env::busybox(&[]);
+    let host = std::fs::read_to_string("/proc/sys/kernel/domainname").unwrap();
+    let lines = sh(&env, &unique("domain"), "probe domainname");
+    assert_eq!(lines, [host.trim()]);
+}
+
 #[test]
 fn sysinfo_reports_the_cgroup_memory_limit() {
     let mut env = Env::busybox(&[]);

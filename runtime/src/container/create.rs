@@ -109,6 +109,14 @@ impl Runtime {
     pub fn create(&self, opts: &CreateOptions) -> Result<Container> {
         validate::id(&opts.id)?;
         let (bundle, spec) = validate::bundle(&opts.bundle)?;
+        // As runc (systemd.IsRunningSystemd): without a running systemd
+        // there is no one to ask for a scope, and the cgroupsPath
+        // `slice:prefix:name` would become a directory of that name.
+        if self.systemd_cgroup && !Path::new("/run/systemd/system").is_dir() {
+            return Err(Error::Other(
+                "--systemd-cgroup: systemd not running on this host, cannot use systemd cgroups manager".into(),
+            ));
+        }
         if self.root.join(&opts.id).exists() {
             return Err(Error::Exists(opts.id.clone()));
         }
@@ -169,7 +177,22 @@ impl Runtime {
                         .map(|h| h.to_string_lossy().into_owned())
                 })
                 .unwrap_or_default();
-            let starting = spawn_supervisor(&opts.id, &dir, policy_name, &hostname, platform, fallback.as_deref())?;
+            // The same for the domain name (libcontainer sets the spec's).
+            let domainname = spec
+                .domainname()
+                .clone()
+                .filter(|d| !d.is_empty())
+                .or_else(|| {
+                    nix::sys::utsname::uname()
+                        .ok()
+                        .map(|u| u.domainname().to_string_lossy().into_owned())
+                })
+                .unwrap_or_else(|| "(none)".into());
+            let names = UtsNames {
+                hostname: &hostname,
+                domainname: &domainname,
+            };
+            let starting = spawn_supervisor(&opts.id, &dir, policy_name, names, platform, fallback.as_deref())?;
             meta.supervisor_pid = Some(starting.pid);
             if let Err(e) = self.save_meta(&opts.id, &meta) {
                 // meta.json is what `create`'s cleanup and `delete` find the
@@ -493,6 +516,12 @@ impl Starting {
     }
 }
 
+/// The names the emulated uname reports.
+struct UtsNames<'a> {
+    hostname: &'a str,
+    domainname: &'a str,
+}
+
 /// Binds the supervisor's socket in `dir` and starts `cordon supervise`
 /// for container `id` on it (fd 4), with a readiness pipe (fd 3), in its
 /// own session with stdio on /dev/null and its log and no other fd; does
@@ -501,7 +530,7 @@ fn spawn_supervisor(
     id: &str,
     dir: &Path,
     policy: &str,
-    hostname: &str,
+    names: UtsNames<'_>,
     platform: crate::config::Platform,
     fallback: Option<&str>,
 ) -> Result<Starting> {
@@ -526,7 +555,7 @@ fn spawn_supervisor(
         .arg("--policy")
         .arg(policy)
         .arg("--hostname")
-        .arg(hostname)
+        .arg(names.hostname)
         .arg("--ready-fd")
         .arg("3")
         .arg("--listen-fd")
@@ -542,7 +571,8 @@ fn spawn_supervisor(
         .stdout(Stdio::null())
         .stderr(log)
         .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env(crate::config::DOMAINNAME_ENV, names.domainname);
     let wfd = ready_w.as_raw_fd();
     let lfd = listener.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and only
