@@ -14,6 +14,18 @@ fn main() {
         // SAFETY: restoring the default disposition installs no handler.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
+    // Before this process opens anything: an fd of its own must not land
+    // in a gap of the range `--preserve-fds` hands to the container.
+    let preserve_fds = match &cli.cmd {
+        Some(cli::Cmd::Create(a)) => a.preserve_fds,
+        Some(cli::Cmd::Run(a)) => a.preserve_fds,
+        Some(cli::Cmd::Exec(a)) => a.preserve_fds,
+        _ => 0,
+    };
+    if let Err(e) = cordon::container::check_preserved_fds(preserve_fds) {
+        eprintln!("cordon: {e}");
+        std::process::exit(1);
+    }
     // CVE-2019-5736: a container process could reach the runtime's binary
     // through /proc/<pid>/exe of a process cordon forks into the container
     // (the init before it execs, an exec'd process) and overwrite it. The

@@ -852,6 +852,107 @@ fn mounts_without_a_source_are_made() {
     }
 }
 
+/// `cordon ARGS` started by bash after `redirs` (bash redirections such as
+/// `0<&- 5</etc/hostname`), so the runtime inherits exactly those fds.
+fn cordon_with_fds(env: &Env, redirs: &str, args: &[&str]) -> Output {
+    let mut cmd = format!("exec {} --root {}", cordon_bin().display(), env.root.path().display());
+    for a in args {
+        cmd.push_str(&format!(" '{a}'"));
+    }
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec {redirs} 2>/dev/null; exec 2>&1; {cmd}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run bash")
+}
+
+/// The fds `probe fds` listed: (number, target) pairs.
+fn fd_list(out: &Output) -> Vec<(i32, String)> {
+    stdout(out)
+        .lines()
+        .map(|l| {
+            let (n, t) = l.split_once(' ').unwrap_or((l, ""));
+            (
+                n.parse()
+                    .unwrap_or_else(|_| panic!("not an fd line: {l:?} in {}", stdout(out))),
+                t.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Only stdio and the `--preserve-fds` range reach the container, whatever
+/// else the caller has open or closed: stdin closed, extra inherited fds,
+/// a preserved range, through `run` and `exec`.
+#[test]
+fn only_stdio_and_preserved_fds_reach_the_container() {
+    let env = Env::busybox(&["probe", "fds"]);
+    env.write();
+    let b = bundle(&env);
+    let numbers = |out: &Output| fd_list(out).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+
+    let id = unique("fds");
+    let out = cordon_with_fds(&env, "0<&-", &["run", "-b", &b, &id]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(numbers(&out), [0, 1, 2], "stdin closed: {}", stdout(&out));
+
+    let id = unique("fds");
+    let out = cordon_with_fds(
+        &env,
+        "0<&- 5</etc/hostname 9</etc/hostname 10</dev/null",
+        &["run", "-b", &b, &id],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(numbers(&out), [0, 1, 2], "extra fds: {}", stdout(&out));
+
+    let id = unique("fds");
+    let out = cordon_with_fds(
+        &env,
+        "0<&- 3</etc/hostname 4</etc/passwd 7</etc/hostname",
+        &["run", "--preserve-fds", "2", "-b", &b, &id],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    let fds = fd_list(&out);
+    assert_eq!(
+        fds.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4],
+        "{fds:?}"
+    );
+    assert_eq!((fds[3].1.as_str(), fds[4].1.as_str()), ("/etc/hostname", "/etc/passwd"));
+
+    let env = Env::busybox(&["sleep", "100"]);
+    let id = unique("fdsexec");
+    start_running(&env, &id);
+    let out = cordon_with_fds(
+        &env,
+        "0<&- 3</etc/hostname 6</etc/hostname",
+        &["exec", "--preserve-fds", "1", &id, "probe", "fds"],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(numbers(&out), [0, 1, 2, 3], "exec: {}", stdout(&out));
+}
+
+/// A `--preserve-fds` range with a gap is refused (as by runc) before the
+/// runtime opens an fd of its own that could fill the gap.
+#[test]
+fn a_gap_in_the_preserved_fds_is_refused() {
+    let env = Env::busybox(&["probe", "fds"]);
+    env.write();
+    let b = bundle(&env);
+    let id = unique("fdgap");
+    let out = cordon_with_fds(&env, "3</etc/hostname", &["run", "--preserve-fds", "8", "-b", &b, &id]);
+    assert!(!out.status.success(), "ran: {}", stdout(&out));
+    let err = stdout(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--preserve-fds 8") && err.contains("fd 4 is not open"),
+        "{err}"
+    );
+    assert_clean(&env, &id);
+}
+
 /// `--systemd-cgroup` where systemd does not run: refused as runc refuses
 /// it, leaving nothing (no cgroup named after the `slice:prefix:name`).
 #[test]

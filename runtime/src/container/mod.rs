@@ -513,6 +513,23 @@ pub fn audit_path(root: &Path, id: &str) -> PathBuf {
     cordon_dir(root, id).join(crate::supervisor::AUDIT)
 }
 
+/// Checks that the caller passed every fd `--preserve-fds n` names: fds 3
+/// to 2+n must all be open. Call before opening any fd of this process's
+/// own: one that lands in a gap would otherwise be handed to the container
+/// (libcontainer keeps fds 3 to 2+n whatever they are). runc 1.1.5 refuses
+/// a gap too ("unable to stat preserved-fd").
+pub fn check_preserved_fds(n: i32) -> Result<()> {
+    for fd in 3..3i32.saturating_add(n.max(0)) {
+        if nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
+            return Err(Error::Other(format!(
+                "--preserve-fds {n}: fd {fd} is not open (fds 3 to {} are passed to the container)",
+                2 + n
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Sends SIGKILL to the supervisor `pid` if it still is container `id`'s.
 fn kill_supervisor(pid: i32, id: &str) {
     let Ok(pidfd) = crate::sys::pidfd_open(pid) else { return };
