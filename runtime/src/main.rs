@@ -9,8 +9,15 @@ fn main() {
     let cli = cli::Cli::parse();
     // A command line tool dies quietly when its reader goes away
     // (`cordon state ID | head`). Not the supervisor: a container process
-    // that dies mid-handshake must not take it down with SIGPIPE.
-    if !matches!(cli.cmd, Some(cli::Cmd::Supervise(_))) {
+    // that dies mid-handshake must not take it down with SIGPIPE. Nor the
+    // commands that run hooks: a hook that exits without reading the state
+    // on its stdin is a broken pipe libcontainer expects to see as EPIPE.
+    if !matches!(
+        cli.cmd,
+        Some(
+            cli::Cmd::Supervise(_) | cli::Cmd::Create(_) | cli::Cmd::Start(_) | cli::Cmd::Run(_) | cli::Cmd::Delete(_)
+        )
+    ) {
         // SAFETY: restoring the default disposition installs no handler.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }

@@ -28,7 +28,9 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cordon_tests::{busybox_bundle, cgroup_leaked, cordon_bin, ok, stderr, stdout, unique, Env, TempDir};
+use cordon_tests::{
+    busybox_bundle, cgroup_leaked, cordon_bin, ok, stderr, stdout, supervisor_pid, unique, Env, TempDir,
+};
 use serde_json::{json, Value};
 
 /// Longest any single wait in this suite may take.
@@ -1238,6 +1240,114 @@ fn delete_force_removes_a_running_container() {
         }
     });
     assert_clean(&env, &id);
+}
+
+/// Poststop hooks: one that fails (and exits without reading its stdin)
+/// and one that records that it ran.
+fn failing_poststop_hooks(env: &mut Env, ran: &std::path::Path) {
+    env.config["hooks"] = json!({"poststop": [
+        {"path": "/bin/false"},
+        {"path": "/bin/sh", "args": ["sh", "-c", format!("cat > {}", ran.display())]},
+    ]});
+}
+
+/// The runtime spec: a failing poststop hook is logged as a warning and
+/// the rest of the life cycle goes on. The container is always deletable.
+#[test]
+fn a_failing_poststop_hook_does_not_stop_delete() {
+    let dir = TempDir::new("poststop");
+    let ran = dir.path().join("ran");
+    let mut env = Env::busybox(&["probe", "sleep", "30"]);
+    failing_poststop_hooks(&mut env, &ran);
+    let id = unique("poststop");
+    start_running(&env, &id);
+    ok(&env.cordon(&["delete", "--force", &id]));
+    assert!(ran.exists(), "the hook after the failing one did not run");
+    assert_clean(&env, &id);
+}
+
+/// `run` deletes its container once the process exits: a failing poststop
+/// hook does not leave it behind (nor its supervisor).
+#[test]
+fn a_run_with_a_failing_poststop_hook_leaves_nothing() {
+    let dir = TempDir::new("poststop");
+    let ran = dir.path().join("ran");
+    let mut env = Env::busybox(&["true"]);
+    failing_poststop_hooks(&mut env, &ran);
+    let id = unique("runpoststop");
+    ok(&env.run(&id));
+    assert!(ran.exists(), "the hook after the failing one did not run");
+    assert_clean(&env, &id);
+}
+
+/// A create that fails in the container's set-up, after the supervisor
+/// started, leaves no state, supervisor or cgroup.
+#[test]
+fn a_create_that_fails_in_set_up_leaves_nothing() {
+    let mut env = Env::busybox(&["true"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/bad", "type": "tmpfs", "source": "tmpfs", "options": ["size=abc"]}),
+    );
+    let id = unique("failsetup");
+    let out = env.create(&id);
+    assert!(!out.status.success(), "created");
+    assert_clean(&env, &id);
+}
+
+/// A supervisor ends once no process of its container can run again: the
+/// init of a created container was killed before `start`. Until then (a
+/// created container waiting for `start`) it stays.
+#[test]
+fn the_supervisor_exits_when_a_created_init_dies() {
+    let env = Env::busybox(&["true"]);
+    let id = unique("initdies");
+    create(&env, &id);
+    let sup = supervisor_pid(env.root.path(), &id).expect("a supervisor");
+    assert!(alive(sup), "the supervisor of a created container is gone");
+    let pid = state_pid(&env, &id);
+    // SAFETY: kill(2) with a pid and a signal number touches no memory.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0, "kill {pid}");
+    wait_status(&env, &id, "stopped");
+    wait_for("the supervisor to exit", || {
+        if alive(sup) {
+            Err(format!("{sup} alive"))
+        } else {
+            Ok(())
+        }
+    });
+    ok(&env.cordon(&["delete", &id]));
+    assert_clean(&env, &id);
+}
+
+/// A supervisor ends when its state directory is removed (a harness's
+/// `rm -rf` of `--root`); its watchdog then ends the container.
+#[test]
+fn the_supervisor_exits_when_its_state_directory_is_removed() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("rmroot");
+    start_running(&env, &id);
+    let sup = supervisor_pid(env.root.path(), &id).expect("a supervisor");
+    let pid = state_pid(&env, &id);
+    fs::remove_dir_all(env.root.path()).unwrap();
+    wait_for("the supervisor and the init to exit", || {
+        let left: Vec<i32> = [sup, pid].into_iter().filter(|p| alive(*p)).collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?} alive"))
+        }
+    });
+    // Nothing knows the container now: remove its cgroup as a harness would.
+    let find = Command::new("find")
+        .args(["/sys/fs/cgroup", "-maxdepth", "4", "-depth", "-type", "d", "-name", &id])
+        .output()
+        .unwrap();
+    for dir in String::from_utf8_lossy(&find.stdout).lines() {
+        wait_for(&format!("rmdir {dir}"), || {
+            fs::remove_dir(dir).map_err(|e| e.to_string())
+        });
+    }
 }
 
 // ---------------------------------------------------------------------------

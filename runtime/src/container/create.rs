@@ -252,17 +252,14 @@ impl Runtime {
     /// cgroups are named `cordon/<id>` rather than libcontainer's
     /// `:youki:<id>`); an empty `source` for mounts without one (optional
     /// in the runtime spec; runc passes an empty source to mount(2), so
-    /// /proc/mounts shows the same); and no `linux.seccomp`, which cordon's
-    /// Executor installs itself after its own handshake
-    /// ([`super::executor`]).
+    /// /proc/mounts shows the same).
     fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };
         let no_cgroups_path = linux.cgroups_path().is_none();
-        let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
-        if !no_cgroups_path && !has_seccomp && !sourceless {
+        if !no_cgroups_path && !sourceless {
             return Ok(bundle.to_path_buf());
         }
         let mut linux = linux.clone();
@@ -274,7 +271,6 @@ impl Runtime {
             };
             linux.set_cgroups_path(Some(cg.into()));
         }
-        linux.set_seccomp(None);
         spec.set_linux(Some(linux));
         if let Some(root) = spec.root().clone() {
             let mut root = root;
