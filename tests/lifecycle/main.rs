@@ -1281,17 +1281,50 @@ fn a_run_with_a_failing_poststop_hook_leaves_nothing() {
 }
 
 /// A create that fails in the container's set-up, after the supervisor
-/// started, leaves no state, supervisor or cgroup.
+/// started, says in one line which mount failed and with which errno (as
+/// runc does), and leaves no state, supervisor or cgroup.
 #[test]
-fn a_create_that_fails_in_set_up_leaves_nothing() {
+fn a_create_that_fails_in_set_up_names_the_mount_and_leaves_nothing() {
     let mut env = Env::busybox(&["true"]);
     add_mount(
         &mut env,
         json!({"destination": "/mnt/bad", "type": "tmpfs", "source": "tmpfs", "options": ["size=abc"]}),
     );
     let id = unique("failsetup");
-    let out = env.create(&id);
-    assert!(!out.status.success(), "created");
+    assert_fails(&env.create(&id), &[&id, "mount /mnt/bad", "EINVAL"]);
+    assert_clean(&env, &id);
+}
+
+/// A set-up step that fails inside the container process names its step
+/// and errno, not "failed syscall".
+#[test]
+fn a_set_up_step_that_fails_names_the_step_and_errno() {
+    let mut env = Env::busybox(&["true"]);
+    env.config["process"]["cwd"] = json!("/etc/passwd");
+    let id = unique("failcwd");
+    assert_fails(&env.run(&id), &[&id, "chdir", "ENOTDIR"]);
+    assert_clean(&env, &id);
+}
+
+/// Lowering oomScoreAdj needs CAP_SYS_RESOURCE, which the runtime lacks
+/// here: refused up front naming the field.
+#[test]
+fn an_oom_score_adj_below_the_runtimes_fails_naming_the_field() {
+    let own: i32 = fs::read_to_string("/proc/self/oom_score_adj")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let eff = status.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap().trim();
+    if own <= -1000 || u64::from_str_radix(eff, 16).unwrap() & (1 << 24) != 0 {
+        eprintln!("CAP_SYS_RESOURCE held or oom_score_adj at its minimum: nothing to check");
+        return;
+    }
+    let mut env = Env::busybox(&["true"]);
+    env.config["process"]["oomScoreAdj"] = json!(own - 1);
+    let id = unique("oomadj");
+    assert_fails(&env.run(&id), &["process.oomScoreAdj", "CAP_SYS_RESOURCE"]);
     assert_clean(&env, &id);
 }
 

@@ -218,7 +218,8 @@ impl Runtime {
         if let Some(stdio) = &opts.stdio {
             builder = stdio.apply(builder)?;
         }
-        let container = builder
+        let capture = super::setup_log::Capture::start();
+        let built = builder
             .with_executor(executor)
             .with_root_path(&self.root)
             .map_err(lib("state root"))?
@@ -230,8 +231,9 @@ impl Runtime {
             .with_systemd(self.systemd_cgroup)
             .with_detach(opts.detach)
             .with_no_pivot(opts.no_pivot)
-            .build()
-            .map_err(lib(format!("create {:?}", opts.id)))?;
+            .build();
+        let setup_errors = capture.map(|c| c.finish()).unwrap_or_default();
+        let container = built.map_err(|e| set_up_error(&opts.id, e, &setup_errors))?;
         if let Some((sock, starting)) = sock {
             drop(sock);
             // The supervisor started while libcontainer built the
@@ -418,6 +420,21 @@ impl Runtime {
         let json = serde_json::to_vec(&p).map_err(|e| Error::Other(e.to_string()))?;
         std::fs::write(&path, json).map_err(io("write exec process.json"))?;
         Ok(path)
+    }
+}
+
+/// A failed build as one line: libcontainer's error, and when its forked
+/// processes logged what failed, its last step ("failed to prepare
+/// rootfs") with that detail (the mount destination or step, the errno).
+fn set_up_error(id: &str, e: libcontainer::error::LibcontainerError, logged: &[String]) -> Error {
+    let what = format!("create {id:?}");
+    match super::setup_log::describe(logged) {
+        Some(detail) => {
+            let chain = super::chain(&e);
+            let step = chain.rsplit(" : ").next().unwrap_or(&chain).to_string();
+            Error::Other(format!("{what}: {step}: {detail}"))
+        }
+        None => lib(what)(e),
     }
 }
 

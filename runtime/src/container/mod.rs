@@ -12,6 +12,7 @@
 mod create;
 pub mod executor;
 pub mod foreground;
+pub mod setup_log;
 pub mod validate;
 
 use std::collections::HashMap;
