@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cordon_tests::{
-    busybox_bundle, cgroup_leaked, cordon_bin, ok, stderr, stdout, supervisor_pid, unique, Env, TempDir,
+    busybox_bundle, cgroup_leaked, cordon_bin, ok, repo, stderr, stdout, supervisor_pid, unique, Env, TempDir,
 };
 use serde_json::{json, Value};
 
@@ -1381,6 +1381,127 @@ fn the_supervisor_exits_when_its_state_directory_is_removed() {
             fs::remove_dir(dir).map_err(|e| e.to_string())
         });
     }
+}
+
+// ---------------------------------------------------------------------------
+// the bundle's own seccomp profile
+// ---------------------------------------------------------------------------
+
+/// Puts `tests/lifecycle/seccomp/<file>` in the config as `linux.seccomp`:
+/// `runtime-tools-allowlist.json` is what the OCI runtime-tools generator
+/// writes in every config (an allow-list without `pidfd_open`);
+/// `docker-default.json` reproduces the structure of moby's default
+/// profile as Docker resolves it into config.json for a container without
+/// extra capabilities (defaultErrnoRet 1, an allow-list whose newest entries
+/// are landlock, memfd_secret, process_mrelease and futex_waitv, the
+/// personality and clone argument rules, clone3 answered ENOSYS).
+fn with_profile(env: &mut Env, file: &str) {
+    let path = repo().join("tests/lifecycle/seccomp").join(file);
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    env.config["linux"]["seccomp"] = serde_json::from_str(&text).unwrap();
+}
+
+/// The errno lines `probe syscall NR` prints for `nrs`, from `runtime run`
+/// (`cordon` or `runc`) of `env`'s bundle.
+fn errnos_under(env: &Env, runtime: &str, nrs: &[u32]) -> Vec<String> {
+    let script: Vec<String> = nrs.iter().map(|n| format!("probe syscall {n}")).collect();
+    let mut env_cfg = env.config.clone();
+    env_cfg["process"]["args"] = json!(["sh", "-c", script.join("; ")]);
+    fs::write(
+        env.bundle.path().join("config.json"),
+        serde_json::to_vec_pretty(&env_cfg).unwrap(),
+    )
+    .unwrap();
+    let id = unique("profile");
+    let out = if runtime == "runc" {
+        let root = TempDir::new("runc-root");
+        Command::new("runc")
+            .arg("--root")
+            .arg(root.path())
+            .args(["run", "-b", &bundle(env), &id])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run runc")
+    } else {
+        env.cordon(&["run", "-b", &bundle(env), &id])
+    };
+    assert!(out.status.success(), "{runtime}: {}{}", stdout(&out), stderr(&out));
+    stdout(&out).lines().map(str::to_string).collect()
+}
+
+/// The case of an allow-list profile without `pidfd_open` (cordon's
+/// handshake needs it): the container runs, with the profile in force
+/// (pidfd_open refused with its default EPERM) and cordon's policy too (the
+/// emulated uname).
+#[test]
+fn a_bundle_allow_list_profile_does_not_break_the_handshake() {
+    let mut env = Env::busybox(&["true"]);
+    with_profile(&mut env, "runtime-tools-allowlist.json");
+    let id = unique("allowlist");
+    run_ok(&env, &id);
+    assert_clean(&env, &id);
+
+    env.config["process"]["args"] = json!(["sh", "-c", "probe syscall 434 1 0; probe uname"]);
+    let id = unique("allowlist");
+    let out = run_ok(&env, &id);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "err EPERM", "pidfd_open: {out}");
+    assert!(lines[1].contains("6.1.0-cordon"), "uname not emulated: {out}");
+
+    // exec'd processes get the profile too.
+    env.config["process"]["args"] = json!(["sleep", "30"]);
+    let id = unique("allowlist");
+    start_running(&env, &id);
+    let out = ok(&env.cordon(&["exec", &id, "probe", "syscall", "434", "1", "0"]));
+    assert_eq!(out.trim(), "err EPERM");
+}
+
+/// Under the same profile cordon gives what runc 1.1.5 gives (both run
+/// side by side): with Docker's default profile clone3 ENOSYS (the
+/// profile's own rule), io_uring_setup EPERM (not listed: the default
+/// errno), mseal (462) ENOSYS (newer than the newest syscall the profile
+/// names: runc's stub), fchmodat2 (452) whatever runc's libseccomp makes of
+/// it; with the runtime-tools allow-list (newest: landlock_restrict_self,
+/// 446) pidfd_open and clone3 EPERM, fchmodat2 and mseal ENOSYS.
+#[test]
+fn bundle_profile_errnos_match_runc() {
+    let mut env = Env::busybox(&[]);
+    with_profile(&mut env, "docker-default.json");
+    let nrs = [435, 425, 452, 462, 39];
+    let runc = errnos_under(&env, "runc", &nrs);
+    let cordon = errnos_under(&env, "cordon", &nrs);
+    assert_eq!(
+        cordon, runc,
+        "Docker's profile: clone3, io_uring_setup, fchmodat2, mseal, getpid"
+    );
+    assert_eq!(
+        [&runc[0], &runc[1], &runc[3]],
+        ["err ENOSYS", "err EPERM", "err ENOSYS"],
+        "{runc:?}"
+    );
+
+    with_profile(&mut env, "runtime-tools-allowlist.json");
+    let nrs = [434, 435, 452, 462, 39];
+    let runc = errnos_under(&env, "runc", &nrs);
+    let cordon = errnos_under(&env, "cordon", &nrs);
+    assert_eq!(cordon, runc, "allow-list: pidfd_open, clone3, fchmodat2, mseal, getpid");
+    assert_eq!(
+        runc[..4],
+        ["err EPERM", "err EPERM", "err ENOSYS", "err ENOSYS"],
+        "{runc:?}"
+    );
+}
+
+/// A profile cordon cannot honour is refused naming the field, before
+/// anything is created.
+#[test]
+fn an_unsupported_profile_flag_is_refused_naming_it() {
+    let mut env = Env::busybox(&["true"]);
+    with_profile(&mut env, "runtime-tools-allowlist.json");
+    env.config["linux"]["seccomp"]["flags"] = json!(["SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"]);
+    let id = unique("profileflag");
+    assert_fails(&env.run(&id), &["linux.seccomp.flags", "WAIT_KILLABLE_RECV"]);
+    assert_clean(&env, &id);
 }
 
 // ---------------------------------------------------------------------------

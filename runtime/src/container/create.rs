@@ -12,6 +12,9 @@ use libcontainer::container::Container;
 use libcontainer::syscall::syscall::SyscallType;
 use oci_spec::runtime::Spec;
 
+use std::sync::Arc;
+
+use super::bundle_seccomp::{self, BundleFilter};
 use super::executor::CordonExecutor;
 use super::{io, lib, validate, Error, Meta, Result, Runtime};
 use crate::policy::Policy;
@@ -124,11 +127,20 @@ impl Runtime {
         let policy = Policy::load(&policy_name)?;
         let (platform, fallback) = choose_platform(&platform, &policy)?;
         let prog = crate::filter::compile_for(&policy, platform);
+        let bundle_filter = compile_bundle_profile(&bundle, spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()))?;
 
         let dir = self.cordon_dir(&opts.id);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
-        let result = self.create_inner(opts, &bundle, spec, &policy, &policy_name, (platform, fallback), prog);
+        let result = self.create_inner(
+            opts,
+            &bundle,
+            spec,
+            &policy,
+            &policy_name,
+            (platform, fallback),
+            (prog, bundle_filter),
+        );
         if result.is_err() {
             if let Some(pid) = self.meta(&opts.id).supervisor_pid {
                 super::kill_supervisor(pid, &opts.id);
@@ -153,9 +165,14 @@ impl Runtime {
         policy: &Policy,
         policy_name: &str,
         (platform, fallback): (crate::config::Platform, Option<String>),
-        prog: Vec<libc::sock_filter>,
+        (prog, bundle_filter): (Vec<libc::sock_filter>, Option<Arc<BundleFilter>>),
     ) -> Result<Container> {
         let dir = self.cordon_dir(&opts.id);
+        if let Some(profile) = spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()) {
+            // `exec` installs the same profile in every process it starts.
+            let json = serde_json::to_vec(profile).map_err(|e| Error::Other(e.to_string()))?;
+            std::fs::write(dir.join(BUNDLE_PROFILE), json).map_err(io(format!("write {BUNDLE_PROFILE}")))?;
+        }
         let build_bundle = self.shadow_bundle(&opts.id, bundle, spec.clone())?;
         let mut meta = Meta {
             bundle: bundle.to_path_buf(),
@@ -213,6 +230,7 @@ impl Runtime {
             supervisor: sock.as_ref().map(|(s, _)| s.as_raw_fd()),
             role: Role::Init,
             platform,
+            bundle_filter,
         };
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
@@ -254,14 +272,16 @@ impl Runtime {
     /// cgroups are named `cordon/<id>` rather than libcontainer's
     /// `:youki:<id>`); an empty `source` for mounts without one (optional
     /// in the runtime spec; runc passes an empty source to mount(2), so
-    /// /proc/mounts shows the same).
+    /// /proc/mounts shows the same); and no `linux.seccomp`, which cordon's
+    /// Executor installs itself after its handshake ([`super::bundle_seccomp`]).
     fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };
         let no_cgroups_path = linux.cgroups_path().is_none();
+        let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
-        if !no_cgroups_path && !sourceless {
+        if !no_cgroups_path && !has_seccomp && !sourceless {
             return Ok(bundle.to_path_buf());
         }
         let mut linux = linux.clone();
@@ -273,6 +293,7 @@ impl Runtime {
             };
             linux.set_cgroups_path(Some(cg.into()));
         }
+        linux.set_seccomp(None);
         spec.set_linux(Some(linux));
         if let Some(root) = spec.root().clone() {
             let mut root = root;
@@ -342,6 +363,7 @@ impl Runtime {
             supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
             role: Role::Exec,
             platform,
+            bundle_filter: self.bundle_filter_of(&opts.id)?,
         };
         let env = opts.env.iter().cloned().collect();
         // libcontainer builds a tenant's process from arguments without a
@@ -381,6 +403,21 @@ impl Runtime {
         }
         drop(sock);
         pid
+    }
+
+    /// The bundle's seccomp profile of container `id`, as `create` saved
+    /// it, compiled for a process `exec` starts (as runc, which applies the
+    /// container's profile to every exec'd process).
+    fn bundle_filter_of(&self, id: &str) -> Result<Option<Arc<BundleFilter>>> {
+        let path = self.cordon_dir(id).join(BUNDLE_PROFILE);
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(format!("read {}", path.display()))(e)),
+        };
+        let profile: oci_spec::runtime::LinuxSeccomp =
+            serde_json::from_slice(&text).map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        compile_bundle_profile(&path, Some(&profile))
     }
 
     /// A process.json for `exec --tty ARGS`: the container's process with
@@ -436,6 +473,27 @@ fn set_up_error(id: &str, e: libcontainer::error::LibcontainerError, logged: &[S
         }
         None => lib(what)(e),
     }
+}
+
+/// Where `create` keeps the bundle's seccomp profile for `exec`.
+const BUNDLE_PROFILE: &str = "seccomp.json";
+
+/// Compiles a bundle's seccomp profile (`None` without one); errors name
+/// `at` (the bundle or the saved profile) and the field.
+fn compile_bundle_profile(
+    at: &Path,
+    profile: Option<&oci_spec::runtime::LinuxSeccomp>,
+) -> Result<Option<Arc<BundleFilter>>> {
+    let Some(profile) = profile else { return Ok(None) };
+    let f = bundle_seccomp::compile(profile).map_err(|e| {
+        let at = if at.is_dir() {
+            at.join("config.json")
+        } else {
+            at.to_path_buf()
+        };
+        Error::Other(format!("{}: {e}", at.display()))
+    })?;
+    Ok(Some(Arc::new(f)))
 }
 
 /// Whether `m` is a bind mount (type `bind`, or a `bind`/`rbind` option).

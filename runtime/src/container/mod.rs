@@ -9,6 +9,7 @@
 //!                              supervisor.log, audit.jsonl, bundle/ (shadow)
 //! ```
 
+pub mod bundle_seccomp;
 mod create;
 pub mod executor;
 pub mod foreground;
