@@ -1304,6 +1304,15 @@ fn a_set_up_step_that_fails_names_the_step_and_errno() {
     let id = unique("failcwd");
     assert_fails(&env.run(&id), &[&id, "chdir", "ENOTDIR"]);
     assert_clean(&env, &id);
+
+    // The same step of an exec'd process.
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("failcwd");
+    start_running(&env, &id);
+    assert_fails(
+        &env.cordon(&["exec", "--cwd", "/etc/passwd", &id, "true"]),
+        &[&id, "chdir", "ENOTDIR"],
+    );
 }
 
 /// Lowering oomScoreAdj needs CAP_SYS_RESOURCE, which the runtime lacks

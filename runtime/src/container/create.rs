@@ -251,7 +251,7 @@ impl Runtime {
             .with_no_pivot(opts.no_pivot)
             .build();
         let setup_errors = capture.map(|c| c.finish()).unwrap_or_default();
-        let container = built.map_err(|e| set_up_error(&opts.id, e, &setup_errors))?;
+        let container = built.map_err(|e| set_up_error(&format!("create {:?}", opts.id), e, &setup_errors))?;
         if let Some((sock, starting)) = sock {
             drop(sock);
             // The supervisor started while libcontainer built the
@@ -373,6 +373,7 @@ impl Runtime {
             _ => None,
         };
         let process = tty_process.clone().or_else(|| opts.process.clone());
+        let capture = super::setup_log::Capture::start();
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
             builder = stdio.apply(builder)?;
@@ -396,8 +397,9 @@ impl Runtime {
             .with_user(opts.user.map(|(u, _)| u))
             .with_group(opts.user.and_then(|(_, g)| g))
             .with_capabilities(opts.caps.clone())
-            .build()
-            .map_err(lib(format!("exec in {:?}", opts.id)));
+            .build();
+        let setup_errors = capture.map(|c| c.finish()).unwrap_or_default();
+        let pid = pid.map_err(|e| set_up_error(&format!("exec in {:?}", opts.id), e, &setup_errors));
         if let Some(p) = tty_process {
             let _ = std::fs::remove_file(p);
         }
@@ -463,8 +465,7 @@ impl Runtime {
 /// A failed build as one line: libcontainer's error, and when its forked
 /// processes logged what failed, its last step ("failed to prepare
 /// rootfs") with that detail (the mount destination or step, the errno).
-fn set_up_error(id: &str, e: libcontainer::error::LibcontainerError, logged: &[String]) -> Error {
-    let what = format!("create {id:?}");
+fn set_up_error(what: &str, e: libcontainer::error::LibcontainerError, logged: &[String]) -> Error {
     match super::setup_log::describe(logged) {
         Some(detail) => {
             let chain = super::chain(&e);
