@@ -1315,6 +1315,24 @@ fn a_set_up_step_that_fails_names_the_step_and_errno() {
     );
 }
 
+/// A program whose execve fails (a script with a missing interpreter)
+/// says why on the process's stderr, as runc's init does.
+#[test]
+fn a_failed_execve_says_why() {
+    let dir = TempDir::new("badscript");
+    let script = dir.path().join("bad.sh");
+    fs::write(&script, "#!/no/such/interpreter\n").unwrap();
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut env = Env::busybox(&["/mnt/bad.sh"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/bad.sh", "type": "bind", "source": script, "options": ["rbind", "ro"]}),
+    );
+    let id = unique("badexec");
+    assert_fails(&env.run(&id), &["exec /mnt/bad.sh", "ENOENT"]);
+    assert_clean(&env, &id);
+}
+
 /// Lowering oomScoreAdj needs CAP_SYS_RESOURCE, which the runtime lacks
 /// here: refused up front naming the field.
 #[test]

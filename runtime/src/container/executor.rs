@@ -74,7 +74,23 @@ impl Executor for CordonExecutor {
             crate::sys::seccomp_set_filter(&f.prog, f.flags)
                 .map_err(|e| ExecutorError::Other(format!("cordon: install the bundle's seccomp profile: {e}")))?;
         }
-        DefaultExecutor {}.exec(spec)
+        let r = DefaultExecutor {}.exec(spec);
+        if let (Err(e), Some(prog)) = (&r, spec.process().as_ref().and_then(|p| p.args().as_ref()?.first())) {
+            // Nothing else reports it: the process's own stderr is where
+            // runc's init says why its execve failed too.
+            let why = match e {
+                ExecutorError::Execution(e) => e.to_string(),
+                e => e.to_string(),
+            };
+            let why = why
+                .split_once("error '")
+                .and_then(|(_, rest)| rest.split_once('\''))
+                .map(|(errno, _)| errno.to_string())
+                .unwrap_or(why);
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "cordon: exec {prog}: {why}");
+        }
+        r
     }
 
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {

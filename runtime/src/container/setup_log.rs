@@ -5,7 +5,7 @@
 //! is the step's name alone ("failed to prepare rootfs", "failed
 //! syscall"), while the forked process logged which mount or field and
 //! which errno at error level. A [`Capture`] collects those error events of
-//! forked processes through a pipe ([`SetupErrors`] is the tracing layer
+//! forked processes through a socket ([`SetupErrors`] is the tracing layer
 //! that writes them), and [`describe`] turns them into the detail runc
 //! gives: the mount destination or the failing step, and the errno.
 
@@ -17,7 +17,7 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 
-/// Write end of the capture pipe (-1: no capture running).
+/// Sending end of the capture socket (-1: no capture running).
 static PIPE: AtomicI32 = AtomicI32::new(-1);
 /// The process that started the capture: its own errors are not set-up
 /// errors of the container (it reports them itself).
@@ -57,13 +57,14 @@ impl<S: Subscriber> Layer<S> for SetupErrors {
             line.0.insert(0, '\t');
         }
         let mut bytes: Vec<u8> = line.0.replace('\n', " ").into_bytes();
-        // One write of at most PIPE_BUF bytes: lines of several processes
-        // never interleave.
         bytes.truncate(4000);
         bytes.push(b'\n');
-        // SAFETY: `fd` is the capture pipe's write end, open (non-blocking)
-        // until the capture ends; write(2) only reads `bytes`.
-        let _ = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        // One datagram per line (lines of several processes never
+        // interleave), without SIGPIPE: a forked process keeps the fd until
+        // it execs, after the capture ended.
+        // SAFETY: `fd` is the capture socket's sending end (non-blocking);
+        // send(2) only reads `bytes`.
+        let _ = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
     }
 }
 
@@ -74,11 +75,17 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Starts a capture (one at a time per process); `None` if no pipe
-    /// could be made (errors then come without their detail).
+    /// Starts a capture (one at a time per process); `None` if no socket
+    /// pair could be made (errors then come without their detail).
     pub fn start() -> Option<Capture> {
-        use nix::fcntl::OFlag;
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).ok()?;
+        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+        let (read, write) = socketpair(
+            AddressFamily::Unix,
+            SockType::Datagram,
+            None,
+            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        )
+        .ok()?;
         OWNER.store(std::process::id() as i32, Ordering::SeqCst);
         PIPE.store(write.as_raw_fd(), Ordering::SeqCst);
         Some(Capture { read, write })
@@ -88,9 +95,14 @@ impl Capture {
     pub fn finish(self) -> Vec<String> {
         PIPE.store(-1, Ordering::SeqCst);
         drop(self.write);
-        let mut text = String::new();
-        let _ = std::fs::File::from(self.read).read_to_string(&mut text);
-        text.lines().map(str::to_string).collect()
+        let mut lines = Vec::new();
+        let mut sock = std::fs::File::from(self.read);
+        let mut buf = [0u8; 4096];
+        // Non-blocking: what was logged before the build returned is there.
+        while let Ok(n @ 1..) = sock.read(&mut buf) {
+            lines.extend(String::from_utf8_lossy(&buf[..n]).lines().map(str::to_string));
+        }
+        lines
     }
 }
 
