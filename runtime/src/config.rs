@@ -16,6 +16,10 @@ pub const DEFAULT_PATH: &str = "/etc/cordon/config.toml";
 pub const POLICY_ANNOTATION: &str = "org.cordon.policy";
 /// Annotation that chooses a container's platform.
 pub const PLATFORM_ANNOTATION: &str = "org.cordon.platform";
+/// Environment variable `create` gives the supervisor: the container's NIS
+/// domain name (config.json's `domainname`, else the host's), for the
+/// emulated uname.
+pub const DOMAINNAME_ENV: &str = "CORDON_DOMAINNAME";
 
 /// Errors reading the configuration file.
 #[derive(Debug, thiserror::Error)]

@@ -9,10 +9,29 @@ fn main() {
     let cli = cli::Cli::parse();
     // A command line tool dies quietly when its reader goes away
     // (`cordon state ID | head`). Not the supervisor: a container process
-    // that dies mid-handshake must not take it down with SIGPIPE.
-    if !matches!(cli.cmd, Some(cli::Cmd::Supervise(_))) {
+    // that dies mid-handshake must not take it down with SIGPIPE. Nor the
+    // commands that run hooks: a hook that exits without reading the state
+    // on its stdin is a broken pipe libcontainer expects to see as EPIPE.
+    if !matches!(
+        cli.cmd,
+        Some(
+            cli::Cmd::Supervise(_) | cli::Cmd::Create(_) | cli::Cmd::Start(_) | cli::Cmd::Run(_) | cli::Cmd::Delete(_)
+        )
+    ) {
         // SAFETY: restoring the default disposition installs no handler.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    // Before this process opens anything: an fd of its own must not land
+    // in a gap of the range `--preserve-fds` hands to the container.
+    let preserve_fds = match &cli.cmd {
+        Some(cli::Cmd::Create(a)) => a.preserve_fds,
+        Some(cli::Cmd::Run(a)) => a.preserve_fds,
+        Some(cli::Cmd::Exec(a)) => a.preserve_fds,
+        _ => 0,
+    };
+    if let Err(e) = cordon::container::check_preserved_fds(preserve_fds) {
+        eprintln!("cordon: {e}");
+        std::process::exit(1);
     }
     // CVE-2019-5736: a container process could reach the runtime's binary
     // through /proc/<pid>/exe of a process cordon forks into the container

@@ -28,7 +28,9 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cordon_tests::{busybox_bundle, cgroup_leaked, cordon_bin, ok, stderr, stdout, unique, Env, TempDir};
+use cordon_tests::{
+    busybox_bundle, cgroup_leaked, cordon_bin, ok, repo, stderr, stdout, supervisor_pid, unique, Env, TempDir,
+};
 use serde_json::{json, Value};
 
 /// Longest any single wait in this suite may take.
@@ -818,6 +820,176 @@ fn tmpfs_mount_is_writable() {
     assert_eq!(run_ok(&env, &id), "ok 5\nhello\ntmpfs\n");
 }
 
+/// `source` is optional in the runtime spec (crun's configs leave it out
+/// for proc): such mounts are made with an empty source, as runc makes
+/// them, and show the same in /proc/mounts. Both with cordon's default
+/// cgroupsPath and with one of the config's own.
+#[test]
+fn mounts_without_a_source_are_made() {
+    for explicit_cgroups_path in [false, true] {
+        let mut env = Env::busybox(&[
+            "sh",
+            "-c",
+            "probe write /mnt/t/f hello && grep -E ' /(proc|mnt/t) ' /proc/self/mounts | cut -d' ' -f1-3",
+        ]);
+        let id = unique("nosource");
+        for m in env.config["mounts"].as_array_mut().expect("mounts") {
+            if m["destination"] == "/proc" {
+                m.as_object_mut().unwrap().remove("source");
+            }
+        }
+        add_mount(
+            &mut env,
+            json!({"destination": "/mnt/t", "type": "tmpfs", "options": ["size=1m"]}),
+        );
+        if explicit_cgroups_path {
+            env.config["linux"]["cgroupsPath"] = json!(format!("/cordon/{id}"));
+        }
+        assert_eq!(
+            run_ok(&env, &id),
+            "ok 5\n /proc proc\n /mnt/t tmpfs\n",
+            "cgroupsPath given: {explicit_cgroups_path}"
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+/// `cordon ARGS` started by bash after `redirs` (bash redirections such as
+/// `0<&- 5</etc/hostname`), so the runtime inherits exactly those fds.
+fn cordon_with_fds(env: &Env, redirs: &str, args: &[&str]) -> Output {
+    let mut cmd = format!("exec {} --root {}", cordon_bin().display(), env.root.path().display());
+    for a in args {
+        cmd.push_str(&format!(" '{a}'"));
+    }
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec {redirs} 2>/dev/null; exec 2>&1; {cmd}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run bash")
+}
+
+/// The fds `probe fds` listed: (number, target) pairs.
+fn fd_list(out: &Output) -> Vec<(i32, String)> {
+    stdout(out)
+        .lines()
+        .map(|l| {
+            let (n, t) = l.split_once(' ').unwrap_or((l, ""));
+            (
+                n.parse()
+                    .unwrap_or_else(|_| panic!("not an fd line: {l:?} in {}", stdout(out))),
+                t.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Only stdio and the `--preserve-fds` range reach the container, whatever
+/// else the caller has open or closed: stdin closed, extra inherited fds,
+/// a preserved range, through `run` and `exec`.
+#[test]
+fn only_stdio_and_preserved_fds_reach_the_container() {
+    let env = Env::busybox(&["probe", "fds"]);
+    env.write();
+    let b = bundle(&env);
+    let numbers = |out: &Output| fd_list(out).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+
+    let id = unique("fds");
+    let out = cordon_with_fds(&env, "0<&-", &["run", "-b", &b, &id]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(numbers(&out), [0, 1, 2], "stdin closed: {}", stdout(&out));
+
+    let id = unique("fds");
+    let out = cordon_with_fds(
+        &env,
+        "0<&- 5</etc/hostname 9</etc/hostname 10</dev/null",
+        &["run", "-b", &b, &id],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(numbers(&out), [0, 1, 2], "extra fds: {}", stdout(&out));
+
+    let id = unique("fds");
+    let out = cordon_with_fds(
+        &env,
+        "0<&- 3</etc/hostname 4</etc/passwd 7</etc/hostname",
+        &["run", "--preserve-fds", "2", "-b", &b, &id],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    let fds = fd_list(&out);
+    assert_eq!(
+        fds.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4],
+        "{fds:?}"
+    );
+    assert_eq!((fds[3].1.as_str(), fds[4].1.as_str()), ("/etc/hostname", "/etc/passwd"));
+
+    let env = Env::busybox(&["sleep", "100"]);
+    let id = unique("fdsexec");
+    start_running(&env, &id);
+    let out = cordon_with_fds(
+        &env,
+        "0<&- 3</etc/hostname 6</etc/hostname",
+        &["exec", "--preserve-fds", "1", &id, "probe", "fds"],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(numbers(&out), [0, 1, 2, 3], "exec: {}", stdout(&out));
+}
+
+/// A `--preserve-fds` range with a gap is refused (as by runc) before the
+/// runtime opens an fd of its own that could fill the gap.
+#[test]
+fn a_gap_in_the_preserved_fds_is_refused() {
+    let env = Env::busybox(&["probe", "fds"]);
+    env.write();
+    let b = bundle(&env);
+    let id = unique("fdgap");
+    let out = cordon_with_fds(&env, "3</etc/hostname", &["run", "--preserve-fds", "8", "-b", &b, &id]);
+    assert!(!out.status.success(), "ran: {}", stdout(&out));
+    let err = stdout(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--preserve-fds 8") && err.contains("fd 4 is not open"),
+        "{err}"
+    );
+    assert_clean(&env, &id);
+}
+
+/// `--systemd-cgroup` where systemd does not run: refused as runc refuses
+/// it, leaving nothing (no cgroup named after the `slice:prefix:name`).
+#[test]
+fn systemd_cgroup_without_systemd_fails_cleanly() {
+    if std::path::Path::new("/run/systemd/system").is_dir() {
+        eprintln!("systemd runs here: nothing to check");
+        return;
+    }
+    let mut env = Env::busybox(&["true"]);
+    let id = unique("systemd");
+    env.config["linux"]["cgroupsPath"] = json!(format!("system.slice:cri:{id}"));
+    env.write();
+    let b = bundle(&env);
+    let out = env.cordon(&["--systemd-cgroup", "run", "-b", &b, &id]);
+    assert_fails(&out, &["--systemd-cgroup", "systemd not running"]);
+    assert_clean(&env, &id);
+    for dir in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+        let leaked = std::path::Path::new(dir).join(format!("system.slice:cri:{id}"));
+        assert!(!leaked.exists(), "{} created", leaked.display());
+    }
+}
+
+/// A bind mount without a source has nothing to bind: refused, naming it.
+#[test]
+fn bind_mount_without_a_source_fails_naming_it() {
+    let mut env = Env::busybox(&["true"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/b", "type": "bind", "options": ["rbind"]}),
+    );
+    let id = unique("nosourcebind");
+    assert_fails(&env.run(&id), &["mounts", "/mnt/b", "source"]);
+    assert_clean(&env, &id);
+}
+
 #[test]
 fn bind_mount_shows_host_files_and_takes_writes() {
     let host = TempDir::new("bind");
@@ -1067,6 +1239,295 @@ fn delete_force_removes_a_running_container() {
             Ok(())
         }
     });
+    assert_clean(&env, &id);
+}
+
+/// Poststop hooks: one that fails (and exits without reading its stdin)
+/// and one that records that it ran.
+fn failing_poststop_hooks(env: &mut Env, ran: &std::path::Path) {
+    env.config["hooks"] = json!({"poststop": [
+        {"path": "/bin/false"},
+        {"path": "/bin/sh", "args": ["sh", "-c", format!("cat > {}", ran.display())]},
+    ]});
+}
+
+/// The runtime spec: a failing poststop hook is logged as a warning and
+/// the rest of the life cycle goes on. The container is always deletable.
+#[test]
+fn a_failing_poststop_hook_does_not_stop_delete() {
+    let dir = TempDir::new("poststop");
+    let ran = dir.path().join("ran");
+    let mut env = Env::busybox(&["probe", "sleep", "30"]);
+    failing_poststop_hooks(&mut env, &ran);
+    let id = unique("poststop");
+    start_running(&env, &id);
+    ok(&env.cordon(&["delete", "--force", &id]));
+    assert!(ran.exists(), "the hook after the failing one did not run");
+    assert_clean(&env, &id);
+}
+
+/// `run` deletes its container once the process exits: a failing poststop
+/// hook does not leave it behind (nor its supervisor).
+#[test]
+fn a_run_with_a_failing_poststop_hook_leaves_nothing() {
+    let dir = TempDir::new("poststop");
+    let ran = dir.path().join("ran");
+    let mut env = Env::busybox(&["true"]);
+    failing_poststop_hooks(&mut env, &ran);
+    let id = unique("runpoststop");
+    ok(&env.run(&id));
+    assert!(ran.exists(), "the hook after the failing one did not run");
+    assert_clean(&env, &id);
+}
+
+/// A create that fails in the container's set-up, after the supervisor
+/// started, says in one line which mount failed and with which errno (as
+/// runc does), and leaves no state, supervisor or cgroup.
+#[test]
+fn a_create_that_fails_in_set_up_names_the_mount_and_leaves_nothing() {
+    let mut env = Env::busybox(&["true"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/bad", "type": "tmpfs", "source": "tmpfs", "options": ["size=abc"]}),
+    );
+    let id = unique("failsetup");
+    assert_fails(&env.create(&id), &[&id, "mount /mnt/bad", "EINVAL"]);
+    assert_clean(&env, &id);
+}
+
+/// A set-up step that fails inside the container process names its step
+/// and errno, not "failed syscall".
+#[test]
+fn a_set_up_step_that_fails_names_the_step_and_errno() {
+    let mut env = Env::busybox(&["true"]);
+    env.config["process"]["cwd"] = json!("/etc/passwd");
+    let id = unique("failcwd");
+    assert_fails(&env.run(&id), &[&id, "chdir", "ENOTDIR"]);
+    assert_clean(&env, &id);
+
+    // The same step of an exec'd process.
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("failcwd");
+    start_running(&env, &id);
+    assert_fails(
+        &env.cordon(&["exec", "--cwd", "/etc/passwd", &id, "true"]),
+        &[&id, "chdir", "ENOTDIR"],
+    );
+}
+
+/// A program whose execve fails (a script with a missing interpreter)
+/// says why on the process's stderr, as runc's init does.
+#[test]
+fn a_failed_execve_says_why() {
+    let dir = TempDir::new("badscript");
+    let script = dir.path().join("bad.sh");
+    fs::write(&script, "#!/no/such/interpreter\n").unwrap();
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut env = Env::busybox(&["/mnt/bad.sh"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/mnt/bad.sh", "type": "bind", "source": script, "options": ["rbind", "ro"]}),
+    );
+    let id = unique("badexec");
+    assert_fails(&env.run(&id), &["exec /mnt/bad.sh", "ENOENT"]);
+    assert_clean(&env, &id);
+}
+
+/// Lowering oomScoreAdj needs CAP_SYS_RESOURCE, which the runtime lacks
+/// here: refused up front naming the field.
+#[test]
+fn an_oom_score_adj_below_the_runtimes_fails_naming_the_field() {
+    let own: i32 = fs::read_to_string("/proc/self/oom_score_adj")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let eff = status.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap().trim();
+    if own <= -1000 || u64::from_str_radix(eff, 16).unwrap() & (1 << 24) != 0 {
+        eprintln!("CAP_SYS_RESOURCE held or oom_score_adj at its minimum: nothing to check");
+        return;
+    }
+    let mut env = Env::busybox(&["true"]);
+    env.config["process"]["oomScoreAdj"] = json!(own - 1);
+    let id = unique("oomadj");
+    assert_fails(&env.run(&id), &["process.oomScoreAdj", "CAP_SYS_RESOURCE"]);
+    assert_clean(&env, &id);
+}
+
+/// A supervisor ends once no process of its container can run again: the
+/// init of a created container was killed before `start`. Until then (a
+/// created container waiting for `start`) it stays.
+#[test]
+fn the_supervisor_exits_when_a_created_init_dies() {
+    let env = Env::busybox(&["true"]);
+    let id = unique("initdies");
+    create(&env, &id);
+    let sup = supervisor_pid(env.root.path(), &id).expect("a supervisor");
+    assert!(alive(sup), "the supervisor of a created container is gone");
+    let pid = state_pid(&env, &id);
+    // SAFETY: kill(2) with a pid and a signal number touches no memory.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0, "kill {pid}");
+    wait_status(&env, &id, "stopped");
+    wait_for("the supervisor to exit", || {
+        if alive(sup) {
+            Err(format!("{sup} alive"))
+        } else {
+            Ok(())
+        }
+    });
+    ok(&env.cordon(&["delete", &id]));
+    assert_clean(&env, &id);
+}
+
+/// A supervisor ends when its state directory is removed (a harness's
+/// `rm -rf` of `--root`); its watchdog then ends the container.
+#[test]
+fn the_supervisor_exits_when_its_state_directory_is_removed() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("rmroot");
+    start_running(&env, &id);
+    let sup = supervisor_pid(env.root.path(), &id).expect("a supervisor");
+    let pid = state_pid(&env, &id);
+    fs::remove_dir_all(env.root.path()).unwrap();
+    wait_for("the supervisor and the init to exit", || {
+        let left: Vec<i32> = [sup, pid].into_iter().filter(|p| alive(*p)).collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?} alive"))
+        }
+    });
+    // Nothing knows the container now: remove its cgroup as a harness would.
+    let find = Command::new("find")
+        .args(["/sys/fs/cgroup", "-maxdepth", "4", "-depth", "-type", "d", "-name", &id])
+        .output()
+        .unwrap();
+    for dir in String::from_utf8_lossy(&find.stdout).lines() {
+        wait_for(&format!("rmdir {dir}"), || {
+            fs::remove_dir(dir).map_err(|e| e.to_string())
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the bundle's own seccomp profile
+// ---------------------------------------------------------------------------
+
+/// Puts `tests/lifecycle/seccomp/<file>` in the config as `linux.seccomp`:
+/// `runtime-tools-allowlist.json` is what the OCI runtime-tools generator
+/// writes in every config (an allow-list without `pidfd_open`);
+/// `docker-default.json` reproduces the structure of moby's default
+/// profile as Docker resolves it into config.json for a container without
+/// extra capabilities (defaultErrnoRet 1, an allow-list whose newest entries
+/// are landlock, memfd_secret, process_mrelease and futex_waitv, the
+/// personality and clone argument rules, clone3 answered ENOSYS).
+fn with_profile(env: &mut Env, file: &str) {
+    let path = repo().join("tests/lifecycle/seccomp").join(file);
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    env.config["linux"]["seccomp"] = serde_json::from_str(&text).unwrap();
+}
+
+/// The errno lines `probe syscall NR` prints for `nrs`, from `runtime run`
+/// (`cordon` or `runc`) of `env`'s bundle.
+fn errnos_under(env: &Env, runtime: &str, nrs: &[u32]) -> Vec<String> {
+    let script: Vec<String> = nrs.iter().map(|n| format!("probe syscall {n}")).collect();
+    let mut env_cfg = env.config.clone();
+    env_cfg["process"]["args"] = json!(["sh", "-c", script.join("; ")]);
+    fs::write(
+        env.bundle.path().join("config.json"),
+        serde_json::to_vec_pretty(&env_cfg).unwrap(),
+    )
+    .unwrap();
+    let id = unique("profile");
+    let out = if runtime == "runc" {
+        let root = TempDir::new("runc-root");
+        Command::new("runc")
+            .arg("--root")
+            .arg(root.path())
+            .args(["run", "-b", &bundle(env), &id])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run runc")
+    } else {
+        env.cordon(&["run", "-b", &bundle(env), &id])
+    };
+    assert!(out.status.success(), "{runtime}: {}{}", stdout(&out), stderr(&out));
+    stdout(&out).lines().map(str::to_string).collect()
+}
+
+/// The case of an allow-list profile without `pidfd_open` (cordon's
+/// handshake needs it): the container runs, with the profile in force
+/// (pidfd_open refused with its default EPERM) and cordon's policy too (the
+/// emulated uname).
+#[test]
+fn a_bundle_allow_list_profile_does_not_break_the_handshake() {
+    let mut env = Env::busybox(&["true"]);
+    with_profile(&mut env, "runtime-tools-allowlist.json");
+    let id = unique("allowlist");
+    run_ok(&env, &id);
+    assert_clean(&env, &id);
+
+    env.config["process"]["args"] = json!(["sh", "-c", "probe syscall 434 1 0; probe uname"]);
+    let id = unique("allowlist");
+    let out = run_ok(&env, &id);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "err EPERM", "pidfd_open: {out}");
+    assert!(lines[1].contains("6.1.0-cordon"), "uname not emulated: {out}");
+
+    // exec'd processes get the profile too.
+    env.config["process"]["args"] = json!(["sleep", "30"]);
+    let id = unique("allowlist");
+    start_running(&env, &id);
+    let out = ok(&env.cordon(&["exec", &id, "probe", "syscall", "434", "1", "0"]));
+    assert_eq!(out.trim(), "err EPERM");
+}
+
+/// Under the same profile cordon gives what runc 1.1.5 gives (both run
+/// side by side): with Docker's default profile clone3 ENOSYS (the
+/// profile's own rule), io_uring_setup EPERM (not listed: the default
+/// errno), mseal (462) ENOSYS (newer than the newest syscall the profile
+/// names: runc's stub), fchmodat2 (452) whatever runc's libseccomp makes of
+/// it; with the runtime-tools allow-list (newest: landlock_restrict_self,
+/// 446) pidfd_open and clone3 EPERM, fchmodat2 and mseal ENOSYS.
+#[test]
+fn bundle_profile_errnos_match_runc() {
+    let mut env = Env::busybox(&[]);
+    with_profile(&mut env, "docker-default.json");
+    let nrs = [435, 425, 452, 462, 39];
+    let runc = errnos_under(&env, "runc", &nrs);
+    let cordon = errnos_under(&env, "cordon", &nrs);
+    assert_eq!(
+        cordon, runc,
+        "Docker's profile: clone3, io_uring_setup, fchmodat2, mseal, getpid"
+    );
+    assert_eq!(
+        [&runc[0], &runc[1], &runc[3]],
+        ["err ENOSYS", "err EPERM", "err ENOSYS"],
+        "{runc:?}"
+    );
+
+    with_profile(&mut env, "runtime-tools-allowlist.json");
+    let nrs = [434, 435, 452, 462, 39];
+    let runc = errnos_under(&env, "runc", &nrs);
+    let cordon = errnos_under(&env, "cordon", &nrs);
+    assert_eq!(cordon, runc, "allow-list: pidfd_open, clone3, fchmodat2, mseal, getpid");
+    assert_eq!(
+        runc[..4],
+        ["err EPERM", "err EPERM", "err ENOSYS", "err ENOSYS"],
+        "{runc:?}"
+    );
+}
+
+/// A profile cordon cannot honour is refused naming the field, before
+/// anything is created.
+#[test]
+fn an_unsupported_profile_flag_is_refused_naming_it() {
+    let mut env = Env::busybox(&["true"]);
+    with_profile(&mut env, "runtime-tools-allowlist.json");
+    env.config["linux"]["seccomp"]["flags"] = json!(["SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"]);
+    let id = unique("profileflag");
+    assert_fails(&env.run(&id), &["linux.seccomp.flags", "WAIT_KILLABLE_RECV"]);
     assert_clean(&env, &id);
 }
 

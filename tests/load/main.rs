@@ -45,12 +45,9 @@ fn start(env: &Env, id: &str) {
 /// The last complete line of `path` (empty if none yet).
 fn last_line(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.strip_suffix('\n')
-        .unwrap_or("")
-        .rsplit('\n')
-        .next()
-        .unwrap_or("")
-        .to_string()
+    // Up to the last newline: a line being written is not complete yet.
+    let complete = &text[..text.rfind('\n').unwrap_or(0)];
+    complete.rsplit('\n').next().unwrap_or("").to_string()
 }
 
 /// `rounds=N failed=M` from the flood's output.
@@ -83,13 +80,10 @@ fn a_flood_of_intercepted_calls_does_not_starve_a_quiet_neighbour() {
     with_work(&mut flood, work.path());
     let flood_id = unique("flood");
     start(&flood, &flood_id);
-    wait_until("the flood to start", TIMEOUT, || {
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
-        if text.contains("flooding\n") {
-            Ok(())
-        } else {
-            Err(format!("{text:?}"))
-        }
+    // Started means counting: its first `rounds=` line (100 ms after
+    // "flooding"), which the comparison below starts from.
+    wait_until("the flood to report its first rounds", TIMEOUT, || {
+        flood_counts(&last_line(&out)).ok_or_else(|| std::fs::read_to_string(&out).unwrap_or_default())
     });
     let sup = flood.supervisor_pid(&flood_id);
     let stop = Arc::new(AtomicBool::new(false));
@@ -115,7 +109,7 @@ fn a_flood_of_intercepted_calls_does_not_starve_a_quiet_neighbour() {
         let _ = tx.send(run_captured(&mut cmd));
     });
     let done = rx.recv_timeout(TIMEOUT);
-    let flood_then = flood_counts(&last_line(&out));
+    let (then, _) = flood_counts(&last_line(&out)).unwrap_or_else(|| panic!("flood output: {}", last_line(&out)));
     stop.store(true, Ordering::SeqCst);
     sampler.join().unwrap();
     let done = done.unwrap_or_else(|_| panic!("the quiet container hung next to the flood"));
@@ -125,7 +119,6 @@ fn a_flood_of_intercepted_calls_does_not_starve_a_quiet_neighbour() {
     // The flood was on all along: it is still running and still makes
     // progress after the quiet container finished.
     assert_eq!(flood.state(&flood_id)["status"], "running");
-    let (then, _) = flood_then.unwrap_or_else(|| panic!("flood output: {}", last_line(&out)));
     let (now, failed) = wait_until("the flood to go on", TIMEOUT, || match flood_counts(&last_line(&out)) {
         Some((r, f)) if r > then => Ok((r, f)),
         c => Err(format!("{c:?} (had {then} rounds)")),

@@ -366,6 +366,36 @@ static int cmd_uname(int argc, char **argv)
     return 0;
 }
 
+/* domainname: the NIS domain name uname(2) reports. */
+static int cmd_domainname(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct utsname u;
+    if (uname(&u) < 0)
+        return report(-1, errno);
+    out("%s", u.domainname);
+    return 0;
+}
+
+/* fds: every open fd, one "N TARGET" line each (found with fcntl, so the
+ * probe opens nothing itself). */
+static int cmd_fds(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    for (int fd = 0; fd < 4096; fd++) {
+        if (fcntl(fd, F_GETFD) < 0)
+            continue;
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        target[n < 0 ? 0 : n] = 0;
+        out("%d %s", fd, target);
+    }
+    return 0;
+}
+
 /* sysinfo: "totalram=<bytes> uptime=<s> procs=<n>". */
 static int cmd_sysinfo(int argc, char **argv)
 {
@@ -1382,6 +1412,8 @@ static const struct subcommand subcommands[] = {
     {"int80", cmd_int80, "NR [A0 A1 A2]"},
     {"x32", cmd_x32, "NR [A0 .. A5]"},
     {"uname", cmd_uname, ""},
+    {"domainname", cmd_domainname, ""},
+    {"fds", cmd_fds, ""},
     {"sysinfo", cmd_sysinfo, ""},
     {"open", cmd_open, "PATH [FLAGS]"},
     {"read", cmd_read, "PATH"},

@@ -874,9 +874,10 @@ const BATTERY: &[(&str, &str)] = &[
     ("socket_packet_dgram", "err EPERM"),
     ("socket_inet_packet", "err EPERM"),
     ("socket_packet_hibits", "err EPERM"),
-    // Netlink is allowed (SOCK_DGRAM); SOCK_RAW netlink falls under the
-    // default policy's SOCK_RAW rule (iproute2 uses SOCK_RAW: `ip` fails).
-    ("socket_netlink_raw", "err EPERM"),
+    // Netlink is allowed, SOCK_RAW too (its usual type: iproute2,
+    // if_nameindex()); the default policy's SOCK_RAW rule is for the other
+    // families.
+    ("socket_netlink_raw", "ok 4"),
     ("socket_netlink_dgram", "ok 4"),
     ("socket_netlink_uevent", "ok 4"),
     ("socket_netlink_audit", "ok 4"),

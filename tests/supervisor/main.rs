@@ -84,6 +84,30 @@ fn unknown_numbers_and_other_entry_points_get_enosys() {
     assert!(lines[4].starts_with("ok "), "plain getppid works: {}", lines[4]);
 }
 
+/// Raw netlink sockets (how `ip` and if_nameindex() list interfaces) are
+/// allowed by the default policy, with or without SOCK_CLOEXEC; SOCK_RAW
+/// of other families stays refused.
+#[test]
+fn netlink_raw_sockets_are_allowed_by_default() {
+    let env = Env::busybox(&[]);
+    let lines = sh(
+        &env,
+        &unique("netlink"),
+        "ip -o -4 addr show lo | cut -d' ' -f2; probe socket netlink raw; probe socket inet raw; probe socket inet6 raw",
+    );
+    assert_eq!(lines[0], "lo", "{lines:?}");
+    assert!(lines[1].starts_with("ok"), "{lines:?}");
+    assert_eq!(lines[2..], ["err EPERM", "err EPERM"], "{lines:?}");
+
+    let env = Env::python(&[]);
+    let lines = sh(
+        &env,
+        &unique("netlink"),
+        "python3 -c 'import socket; print([n for _, n in socket.if_nameindex()])'",
+    );
+    assert_eq!(lines, ["['lo']"]);
+}
+
 #[test]
 fn user_namespaces_and_mounts_are_refused() {
     let env = Env::busybox(&[]);
@@ -118,6 +142,25 @@ fn uname_shows_the_virtual_identity() {
     assert_eq!(lines[1], "6.1.0-cordon");
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     assert!(!lines.iter().any(|l| l.contains(host.trim())), "host release leaked");
+}
+
+/// The emulated uname's domain name is config.json's `domainname` (the one
+/// the kernel has in the container's UTS namespace), else the host's.
+#[test]
+fn uname_domainname_follows_the_spec() {
+    let mut env = Env::busybox(&[]);
+    env.config["domainname"] = json!("example.org");
+    let lines = sh(
+        &env,
+        &unique("domain"),
+        "probe domainname; cat /proc/sys/kernel/domainname",
+    );
+    assert_eq!(lines, ["example.org", "example.org"]);
+
+    let env = Env::busybox(&[]);
+    let host = std::fs::read_to_string("/proc/sys/kernel/domainname").unwrap();
+    let lines = sh(&env, &unique("domain"), "probe domainname");
+    assert_eq!(lines, [host.trim()]);
 }
 
 #[test]

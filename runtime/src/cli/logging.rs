@@ -87,13 +87,19 @@ pub fn init(log: Option<&Path>, format: Format, debug: bool) -> std::io::Result<
         }
         None => (Box::new(std::io::stderr()), debug.then_some(Level::DEBUG)),
     };
-    let Some(max) = max else { return Ok(()) };
+    // Errors of the container's set-up reach `create` through this layer
+    // (cordon::container::setup_log), with or without a log.
+    let setup = cordon::container::setup_log::SetupErrors;
+    let Some(max) = max else {
+        let _ = tracing_subscriber::registry().with(setup).try_init();
+        return Ok(());
+    };
     let sink = SINK.get_or_init(|| Sink {
         out: Mutex::new(out),
         format,
         max,
     });
-    let _ = tracing_subscriber::registry().with(sink).try_init();
+    let _ = tracing_subscriber::registry().with(sink).with(setup).try_init();
     Ok(())
 }
 

@@ -12,6 +12,9 @@ use libcontainer::container::Container;
 use libcontainer::syscall::syscall::SyscallType;
 use oci_spec::runtime::Spec;
 
+use std::sync::Arc;
+
+use super::bundle_seccomp::{self, BundleFilter};
 use super::executor::CordonExecutor;
 use super::{io, lib, validate, Error, Meta, Result, Runtime};
 use crate::policy::Policy;
@@ -109,6 +112,14 @@ impl Runtime {
     pub fn create(&self, opts: &CreateOptions) -> Result<Container> {
         validate::id(&opts.id)?;
         let (bundle, spec) = validate::bundle(&opts.bundle)?;
+        // As runc (systemd.IsRunningSystemd): without a running systemd
+        // there is no one to ask for a scope, and the cgroupsPath
+        // `slice:prefix:name` would become a directory of that name.
+        if self.systemd_cgroup && !Path::new("/run/systemd/system").is_dir() {
+            return Err(Error::Other(
+                "--systemd-cgroup: systemd not running on this host, cannot use systemd cgroups manager".into(),
+            ));
+        }
         if self.root.join(&opts.id).exists() {
             return Err(Error::Exists(opts.id.clone()));
         }
@@ -116,11 +127,20 @@ impl Runtime {
         let policy = Policy::load(&policy_name)?;
         let (platform, fallback) = choose_platform(&platform, &policy)?;
         let prog = crate::filter::compile_for(&policy, platform);
+        let bundle_filter = compile_bundle_profile(&bundle, spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()))?;
 
         let dir = self.cordon_dir(&opts.id);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
-        let result = self.create_inner(opts, &bundle, spec, &policy, &policy_name, (platform, fallback), prog);
+        let result = self.create_inner(
+            opts,
+            &bundle,
+            spec,
+            &policy,
+            &policy_name,
+            (platform, fallback),
+            (prog, bundle_filter),
+        );
         if result.is_err() {
             if let Some(pid) = self.meta(&opts.id).supervisor_pid {
                 super::kill_supervisor(pid, &opts.id);
@@ -145,9 +165,14 @@ impl Runtime {
         policy: &Policy,
         policy_name: &str,
         (platform, fallback): (crate::config::Platform, Option<String>),
-        prog: Vec<libc::sock_filter>,
+        (prog, bundle_filter): (Vec<libc::sock_filter>, Option<Arc<BundleFilter>>),
     ) -> Result<Container> {
         let dir = self.cordon_dir(&opts.id);
+        if let Some(profile) = spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()) {
+            // `exec` installs the same profile in every process it starts.
+            let json = serde_json::to_vec(profile).map_err(|e| Error::Other(e.to_string()))?;
+            std::fs::write(dir.join(BUNDLE_PROFILE), json).map_err(io(format!("write {BUNDLE_PROFILE}")))?;
+        }
         let build_bundle = self.shadow_bundle(&opts.id, bundle, spec.clone())?;
         let mut meta = Meta {
             bundle: bundle.to_path_buf(),
@@ -169,7 +194,22 @@ impl Runtime {
                         .map(|h| h.to_string_lossy().into_owned())
                 })
                 .unwrap_or_default();
-            let starting = spawn_supervisor(&opts.id, &dir, policy_name, &hostname, platform, fallback.as_deref())?;
+            // The same for the domain name (libcontainer sets the spec's).
+            let domainname = spec
+                .domainname()
+                .clone()
+                .filter(|d| !d.is_empty())
+                .or_else(|| {
+                    nix::sys::utsname::uname()
+                        .ok()
+                        .map(|u| u.domainname().to_string_lossy().into_owned())
+                })
+                .unwrap_or_else(|| "(none)".into());
+            let names = UtsNames {
+                hostname: &hostname,
+                domainname: &domainname,
+            };
+            let starting = spawn_supervisor(&opts.id, &dir, policy_name, names, platform, fallback.as_deref())?;
             meta.supervisor_pid = Some(starting.pid);
             if let Err(e) = self.save_meta(&opts.id, &meta) {
                 // meta.json is what `create`'s cleanup and `delete` find the
@@ -190,12 +230,14 @@ impl Runtime {
             supervisor: sock.as_ref().map(|(s, _)| s.as_raw_fd()),
             role: Role::Init,
             platform,
+            bundle_filter,
         };
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
             builder = stdio.apply(builder)?;
         }
-        let container = builder
+        let capture = super::setup_log::Capture::start();
+        let built = builder
             .with_executor(executor)
             .with_root_path(&self.root)
             .map_err(lib("state root"))?
@@ -207,8 +249,9 @@ impl Runtime {
             .with_systemd(self.systemd_cgroup)
             .with_detach(opts.detach)
             .with_no_pivot(opts.no_pivot)
-            .build()
-            .map_err(lib(format!("create {:?}", opts.id)))?;
+            .build();
+        let setup_errors = capture.map(|c| c.finish()).unwrap_or_default();
+        let container = built.map_err(|e| set_up_error(&format!("create {:?}", opts.id), e, &setup_errors))?;
         if let Some((sock, starting)) = sock {
             drop(sock);
             // The supervisor started while libcontainer built the
@@ -231,23 +274,33 @@ impl Runtime {
     }
 
     /// libcontainer reads config.json from the bundle it is given; when
-    /// cordon must change the config (a default cgroupsPath, so cgroups are
-    /// named `cordon/<id>` rather than libcontainer's `:youki:<id>`), it
-    /// builds from a copy in its own directory with absolute paths.
+    /// cordon must change the config it builds from a copy in its own
+    /// directory, with absolute paths. Changes: a default cgroupsPath (so
+    /// cgroups are named `cordon/<id>` rather than libcontainer's
+    /// `:youki:<id>`); an empty `source` for mounts without one (optional
+    /// in the runtime spec; runc passes an empty source to mount(2), so
+    /// /proc/mounts shows the same); and no `linux.seccomp`, which cordon's
+    /// Executor installs itself after its handshake ([`super::bundle_seccomp`]).
     fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };
-        if linux.cgroups_path().is_some() {
+        let no_cgroups_path = linux.cgroups_path().is_none();
+        let has_seccomp = linux.seccomp().is_some();
+        let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
+        if !no_cgroups_path && !has_seccomp && !sourceless {
             return Ok(bundle.to_path_buf());
         }
         let mut linux = linux.clone();
-        let cg = if self.systemd_cgroup {
-            format!("system.slice:cordon:{id}")
-        } else {
-            format!("/cordon/{id}")
-        };
-        linux.set_cgroups_path(Some(cg.into()));
+        if no_cgroups_path {
+            let cg = if self.systemd_cgroup {
+                format!("system.slice:cordon:{id}")
+            } else {
+                format!("/cordon/{id}")
+            };
+            linux.set_cgroups_path(Some(cg.into()));
+        }
+        linux.set_seccomp(None);
         spec.set_linux(Some(linux));
         if let Some(root) = spec.root().clone() {
             let mut root = root;
@@ -260,11 +313,14 @@ impl Runtime {
             let mounts = mounts
                 .into_iter()
                 .map(|mut m| {
-                    if let Some(src) = m.source().clone() {
-                        let is_bind = m.typ().as_deref() == Some("bind")
-                            || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind");
-                        if is_bind && src.is_relative() {
-                            m.set_source(Some(bundle.join(src)));
+                    match m.source().clone() {
+                        Some(src) => {
+                            if is_bind(&m) && src.is_relative() {
+                                m.set_source(Some(bundle.join(src)));
+                            }
+                        }
+                        None => {
+                            m.set_source(Some(PathBuf::new()));
                         }
                     }
                     m
@@ -314,6 +370,7 @@ impl Runtime {
             supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
             role: Role::Exec,
             platform,
+            bundle_filter: self.bundle_filter_of(&opts.id)?,
         };
         let env = opts.env.iter().cloned().collect();
         // libcontainer builds a tenant's process from arguments without a
@@ -323,6 +380,7 @@ impl Runtime {
             _ => None,
         };
         let process = tty_process.clone().or_else(|| opts.process.clone());
+        let capture = super::setup_log::Capture::start();
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
             builder = stdio.apply(builder)?;
@@ -346,13 +404,29 @@ impl Runtime {
             .with_user(opts.user.map(|(u, _)| u))
             .with_group(opts.user.and_then(|(_, g)| g))
             .with_capabilities(opts.caps.clone())
-            .build()
-            .map_err(lib(format!("exec in {:?}", opts.id)));
+            .build();
+        let setup_errors = capture.map(|c| c.finish()).unwrap_or_default();
+        let pid = pid.map_err(|e| set_up_error(&format!("exec in {:?}", opts.id), e, &setup_errors));
         if let Some(p) = tty_process {
             let _ = std::fs::remove_file(p);
         }
         drop(sock);
         pid
+    }
+
+    /// The bundle's seccomp profile of container `id`, as `create` saved
+    /// it, compiled for a process `exec` starts (as runc, which applies the
+    /// container's profile to every exec'd process).
+    fn bundle_filter_of(&self, id: &str) -> Result<Option<Arc<BundleFilter>>> {
+        let path = self.cordon_dir(id).join(BUNDLE_PROFILE);
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(format!("read {}", path.display()))(e)),
+        };
+        let profile: oci_spec::runtime::LinuxSeccomp =
+            serde_json::from_slice(&text).map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        compile_bundle_profile(&path, Some(&profile))
     }
 
     /// A process.json for `exec --tty ARGS`: the container's process with
@@ -393,6 +467,46 @@ impl Runtime {
         std::fs::write(&path, json).map_err(io("write exec process.json"))?;
         Ok(path)
     }
+}
+
+/// A failed build as one line: libcontainer's error, and when its forked
+/// processes logged what failed, its last step ("failed to prepare
+/// rootfs") with that detail (the mount destination or step, the errno).
+fn set_up_error(what: &str, e: libcontainer::error::LibcontainerError, logged: &[String]) -> Error {
+    match super::setup_log::describe(logged) {
+        Some(detail) => {
+            let chain = super::chain(&e);
+            let step = chain.rsplit(" : ").next().unwrap_or(&chain).to_string();
+            Error::Other(format!("{what}: {step}: {detail}"))
+        }
+        None => lib(what)(e),
+    }
+}
+
+/// Where `create` keeps the bundle's seccomp profile for `exec`.
+const BUNDLE_PROFILE: &str = "seccomp.json";
+
+/// Compiles a bundle's seccomp profile (`None` without one); errors name
+/// `at` (the bundle or the saved profile) and the field.
+fn compile_bundle_profile(
+    at: &Path,
+    profile: Option<&oci_spec::runtime::LinuxSeccomp>,
+) -> Result<Option<Arc<BundleFilter>>> {
+    let Some(profile) = profile else { return Ok(None) };
+    let f = bundle_seccomp::compile(profile).map_err(|e| {
+        let at = if at.is_dir() {
+            at.join("config.json")
+        } else {
+            at.to_path_buf()
+        };
+        Error::Other(format!("{}: {e}", at.display()))
+    })?;
+    Ok(Some(Arc::new(f)))
+}
+
+/// Whether `m` is a bind mount (type `bind`, or a `bind`/`rbind` option).
+pub(crate) fn is_bind(m: &oci_spec::runtime::Mount) -> bool {
+    m.typ().as_deref() == Some("bind") || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind")
 }
 
 /// Whether the spec asks for a new network namespace (no path to join).
@@ -481,6 +595,12 @@ impl Starting {
     }
 }
 
+/// The names the emulated uname reports.
+struct UtsNames<'a> {
+    hostname: &'a str,
+    domainname: &'a str,
+}
+
 /// Binds the supervisor's socket in `dir` and starts `cordon supervise`
 /// for container `id` on it (fd 4), with a readiness pipe (fd 3), in its
 /// own session with stdio on /dev/null and its log and no other fd; does
@@ -489,7 +609,7 @@ fn spawn_supervisor(
     id: &str,
     dir: &Path,
     policy: &str,
-    hostname: &str,
+    names: UtsNames<'_>,
     platform: crate::config::Platform,
     fallback: Option<&str>,
 ) -> Result<Starting> {
@@ -514,7 +634,7 @@ fn spawn_supervisor(
         .arg("--policy")
         .arg(policy)
         .arg("--hostname")
-        .arg(hostname)
+        .arg(names.hostname)
         .arg("--ready-fd")
         .arg("3")
         .arg("--listen-fd")
@@ -530,7 +650,8 @@ fn spawn_supervisor(
         .stdout(Stdio::null())
         .stderr(log)
         .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env(crate::config::DOMAINNAME_ENV, names.domainname);
     let wfd = ready_w.as_raw_fd();
     let lfd = listener.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and only

@@ -5,9 +5,13 @@
 //! libcontainer hands the listener over with `sendmsg` *after* the filter is
 //! loaded, which deadlocks as soon as the policy intercepts `sendmsg`; here
 //! the handover needs only `write`/`read` ([`crate::supervisor::handshake`]).
-//! The bundle's own `linux.seccomp` is still installed by libcontainer; our
-//! filter stacks on top of it and the kernel applies the stricter verdict
-//! of the two (seccomp(2): the highest-precedence action wins).
+//! The bundle's own `linux.seccomp` goes in last, after the handshake and
+//! cordon's filter ([`super::bundle_seccomp`]: libcontainer never sees it),
+//! so no profile can break the handshake; the kernel applies the stricter
+//! verdict of the two filters (seccomp(2): the highest-precedence action
+//! wins). What runs before it in this process (libcontainer's set-up, the
+//! startContainer hooks) runs without the bundle's profile, as under runc,
+//! which also installs it right before execve.
 //!
 //! `no_new_privs` is always set before the filter is installed (an
 //! unprivileged process may only install filters with it): setuid binaries
@@ -35,6 +39,8 @@ pub struct CordonExecutor {
     pub role: Role,
     /// How the supervisor receives calls (what `prog` was compiled for).
     pub platform: crate::config::Platform,
+    /// The bundle's own seccomp profile, installed after cordon's filter.
+    pub bundle_filter: Option<std::sync::Arc<super::bundle_seccomp::BundleFilter>>,
 }
 
 impl Executor for CordonExecutor {
@@ -64,7 +70,27 @@ impl Executor for CordonExecutor {
             }
             None => {}
         }
-        DefaultExecutor {}.exec(spec)
+        if let Some(f) = &self.bundle_filter {
+            crate::sys::seccomp_set_filter(&f.prog, f.flags)
+                .map_err(|e| ExecutorError::Other(format!("cordon: install the bundle's seccomp profile: {e}")))?;
+        }
+        let r = DefaultExecutor {}.exec(spec);
+        if let (Err(e), Some(prog)) = (&r, spec.process().as_ref().and_then(|p| p.args().as_ref()?.first())) {
+            // Nothing else reports it: the process's own stderr is where
+            // runc's init says why its execve failed too.
+            let why = match e {
+                ExecutorError::Execution(e) => e.to_string(),
+                e => e.to_string(),
+            };
+            let why = why
+                .split_once("error '")
+                .and_then(|(_, rest)| rest.split_once('\''))
+                .map(|(errno, _)| errno.to_string())
+                .unwrap_or(why);
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "cordon: exec {prog}: {why}");
+        }
+        r
     }
 
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {

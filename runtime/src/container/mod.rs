@@ -9,10 +9,12 @@
 //!                              supervisor.log, audit.jsonl, bundle/ (shadow)
 //! ```
 
+pub mod bundle_seccomp;
 mod create;
 pub mod executor;
 pub mod foreground;
 mod harden;
+pub mod setup_log;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -350,14 +352,33 @@ impl Runtime {
             }
             c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
         }
-        if let Err(e) = c.delete(force) {
-            // The init may vanish while libcontainer inspects it (its
-            // /proc/PID/stat gone): once it is stopped, deleting succeeds.
-            c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
-            if !force || c.status() != ContainerStatus::Stopped {
-                return Err(lib(format!("delete {id:?}"))(e));
+        // Poststop hooks are cordon's to run, after the container is gone:
+        // libcontainer would stop deleting at the first one that fails.
+        let poststop = take_poststop_hooks(&c);
+        let deleted = match c.delete(force) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // The init may vanish while libcontainer inspects it (its
+                // /proc/PID/stat gone): once it is stopped, deleting succeeds.
+                match c.refresh_status() {
+                    Ok(()) if force && c.status() == ContainerStatus::Stopped => c.delete(force),
+                    Ok(()) => Err(e),
+                    Err(refresh) => Err(refresh),
+                }
             }
-            c.delete(force).map_err(lib(format!("delete {id:?}")))?;
+        };
+        if let Err(e) = deleted {
+            if let Some((mut config, hooks)) = poststop {
+                // Not deleted: a later delete runs them.
+                if let Some(h) = config.hooks.as_mut() {
+                    h.set_poststop(Some(hooks));
+                }
+                let _ = config.save(&c.root);
+            }
+            return Err(lib(format!("delete {id:?}"))(e));
+        }
+        if let Some((_, hooks)) = poststop {
+            run_poststop_hooks(&c, &hooks);
         }
         self.cleanup_cordon(id);
         Ok(())
@@ -504,6 +525,35 @@ impl Runtime {
     }
 }
 
+/// Removes the poststop hooks from the config libcontainer saved for
+/// container `c` (so its delete does not run them) and returns that config
+/// and the hooks; `None` when it has none.
+fn take_poststop_hooks(c: &Container) -> Option<(libcontainer::config::YoukiConfig, Vec<oci_spec::runtime::Hook>)> {
+    let mut config = libcontainer::config::YoukiConfig::load(&c.root).ok()?;
+    let hooks = config.hooks.as_mut()?.poststop().clone().filter(|h| !h.is_empty())?;
+    if let Some(h) = config.hooks.as_mut() {
+        h.set_poststop(None);
+    }
+    config.save(&c.root).ok()?;
+    Some((config, hooks))
+}
+
+/// Runs the poststop hooks of deleted container `c`, each with the
+/// container's state on stdin. As the runtime spec asks, one that fails is
+/// logged as a warning and the rest run: the container is gone either way.
+fn run_poststop_hooks(c: &Container, hooks: &[oci_spec::runtime::Hook]) {
+    for hook in hooks {
+        if let Err(e) = libcontainer::hooks::run_hooks(Some(&vec![hook.clone()]), Some(&c.state), None, None, None) {
+            tracing::warn!(
+                "container {:?}: poststop hook {}: {}",
+                c.id(),
+                hook.path().display(),
+                chain(&e)
+            );
+        }
+    }
+}
+
 /// cordon's own directory for container `id` under state root `root`.
 pub fn cordon_dir(root: &Path, id: &str) -> PathBuf {
     root.join(CORDON_DIR).join(id)
@@ -512,6 +562,23 @@ pub fn cordon_dir(root: &Path, id: &str) -> PathBuf {
 /// The audit trail of container `id` under state root `root`.
 pub fn audit_path(root: &Path, id: &str) -> PathBuf {
     cordon_dir(root, id).join(crate::supervisor::AUDIT)
+}
+
+/// Checks that the caller passed every fd `--preserve-fds n` names: fds 3
+/// to 2+n must all be open. Call before opening any fd of this process's
+/// own: one that lands in a gap would otherwise be handed to the container
+/// (libcontainer keeps fds 3 to 2+n whatever they are). runc 1.1.5 refuses
+/// a gap too ("unable to stat preserved-fd").
+pub fn check_preserved_fds(n: i32) -> Result<()> {
+    for fd in 3..3i32.saturating_add(n.max(0)) {
+        if nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
+            return Err(Error::Other(format!(
+                "--preserve-fds {n}: fd {fd} is not open (fds 3 to {} are passed to the container)",
+                2 + n
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Sends SIGKILL to the supervisor `pid` if it still is container `id`'s.

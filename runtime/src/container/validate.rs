@@ -129,6 +129,14 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
     if let Some(mounts) = spec.mounts() {
         let known = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
         for m in mounts {
+            // `source` is optional (a proc or tmpfs mount needs none), but
+            // a bind mount without one has nothing to bind.
+            if m.source().is_none() && super::create::is_bind(m) {
+                return Err((
+                    "mounts",
+                    format!("{}: a bind mount needs a source", m.destination().display()),
+                ));
+            }
             let Some(t) = m.typ().as_deref() else { continue };
             let ok = t.is_empty()
                 || t == "bind"
@@ -165,6 +173,9 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
     }
     if let Some(rlimits) = process.rlimits() {
         check_rlimits(rlimits)?;
+    }
+    if let Some(adj) = process.oom_score_adj() {
+        check_oom_score_adj(adj)?;
     }
     if !process.cwd().is_absolute() {
         return Err(("process.cwd", format!("{:?} must be an absolute path", process.cwd())));
@@ -203,6 +214,28 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
         }
     }
     Ok(())
+}
+
+/// Lowering oom_score_adj below the runtime's own needs CAP_SYS_RESOURCE
+/// (proc(5)); without it the container's set-up would fail with a bare
+/// "io error".
+fn check_oom_score_adj(adj: i32) -> Result<(), (&'static str, String)> {
+    if !(-1000..=1000).contains(&adj) {
+        return Err(("process.oomScoreAdj", format!("{adj} is outside -1000..1000")));
+    }
+    let own: Option<i32> = std::fs::read_to_string("/proc/self/oom_score_adj")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    let can_lower = caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SYS_RESOURCE).unwrap_or(false);
+    match own {
+        Some(own) if adj < own && !can_lower => Err((
+            "process.oomScoreAdj",
+            format!(
+                "{adj} is below the runtime's own {own} (lowering it needs CAP_SYS_RESOURCE, which the runtime does not have)"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Raising a hard limit above the runtime's own needs CAP_SYS_RESOURCE

@@ -14,6 +14,7 @@ mod confine;
 pub mod creds;
 pub mod devices;
 pub mod handshake;
+mod lifetime;
 mod notify;
 mod ptrace;
 pub mod syscalls;
@@ -161,6 +162,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     }
     task::pin(policy.pins_user_namespace(), policy.pins_root());
     let watchdog = watchdog::spawn(&opts.id).map_err(io_err("start watchdog"))?;
+    let dir_watch = lifetime::watch_removal(&opts.dir).map_err(io_err("watch the state directory"))?;
     confine::confine(ptrace).map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
     let sup = Arc::new(Supervisor {
         policy,
@@ -186,6 +188,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         "event",
         "started",
     );
+    lifetime::exit_when_removed(dir_watch, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
     let tracer = if ptrace {
         Some(Arc::new(
             ptrace::Tracer::start(Arc::clone(&sup)).map_err(io_err("start the tracer"))?,
@@ -203,15 +206,24 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     // Off `create`'s critical path: it goes on as soon as it reads "R".
     trim_file_pages();
 
+    let mut first = true;
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let sup = Arc::clone(&sup);
         let wd = watchdog.as_ref().and_then(|w| w.try_clone().ok());
         let tracer = tracer.clone();
+        // The first connection is the init's: attach returns for it only
+        // if the init never attached (on success it exits with the init).
+        let init = std::mem::replace(&mut first, false);
         std::thread::Builder::new()
             .name("attach".into())
             .stack_size(256 * 1024)
-            .spawn(move || attach(sup, stream, wd, tracer))
+            .spawn(move || {
+                attach(Arc::clone(&sup), stream, wd, tracer);
+                if init {
+                    lifetime::init_never_attached(&sup);
+                }
+            })
             .map_err(io_err("spawn thread"))?;
     }
     Ok(())

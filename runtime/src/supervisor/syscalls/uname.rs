@@ -24,12 +24,20 @@ pub fn uname(ctx: &Ctx<'_>) -> Outcome {
     fill(&mut u.release, RELEASE);
     fill(&mut u.version, VERSION);
     fill(&mut u.machine, "x86_64");
-    fill(&mut u.domainname, "(none)");
+    fill(&mut u.domainname, domainname());
     let reply = match sys::write_mem(ctx.pid(), ctx.arg(0), sys::pod_bytes(&u)) {
         Ok(()) => Reply::Value(0),
         Err(_) => Reply::Errno(libc::EFAULT),
     };
     Outcome::new(reply, "emulate", format!("release {RELEASE}"))
+}
+
+/// The container's domain name, as `create` passed it
+/// ([`crate::config::DOMAINNAME_ENV`]); `(none)`, the kernel's default,
+/// without one.
+fn domainname() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| std::env::var(crate::config::DOMAINNAME_ENV).unwrap_or_else(|_| "(none)".into()))
 }
 
 fn utsname_zeroed() -> libc::utsname {
