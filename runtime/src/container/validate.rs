@@ -216,9 +216,13 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
     Ok(())
 }
 
-/// Lowering oom_score_adj below the runtime's own needs CAP_SYS_RESOURCE
-/// (proc(5)); without it the container's set-up would fail with a bare
-/// "io error".
+/// Lowering oom_score_adj below the process's `oom_score_adj_min` needs
+/// CAP_SYS_RESOURCE (proc(5); kernel `__set_oom_adj`); without it the
+/// container's set-up would fail with a bare "io error". The minimum is not
+/// shown in /proc: it is 0 unless a privileged ancestor set a value (then
+/// that value, which it also left as the runtime's own), so a value below
+/// both 0 and the runtime's own is refused. Engines set 0 while their shims
+/// run at 1 (containerd raises its shims' by one): that is allowed.
 fn check_oom_score_adj(adj: i32) -> Result<(), (&'static str, String)> {
     if !(-1000..=1000).contains(&adj) {
         return Err(("process.oomScoreAdj", format!("{adj} is outside -1000..1000")));
@@ -228,7 +232,7 @@ fn check_oom_score_adj(adj: i32) -> Result<(), (&'static str, String)> {
         .and_then(|s| s.trim().parse().ok());
     let can_lower = caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SYS_RESOURCE).unwrap_or(false);
     match own {
-        Some(own) if adj < own && !can_lower => Err((
+        Some(own) if adj < own.min(0) && !can_lower => Err((
             "process.oomScoreAdj",
             format!(
                 "{adj} is below the runtime's own {own} (lowering it needs CAP_SYS_RESOURCE, which the runtime does not have)"
