@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 CORDON := target/debug/cordon
 PROBES := target/probes
 
-.PHONY: all build release bundles probes images image-layouts test test-unit test-ptrace test-integration demo install fmt lint clean-bundles fuzz fuzz-smoke
+.PHONY: all build release bundles probes images image-layouts test test-unit test-ptrace test-supervisor-level test-integration demo install fmt lint clean-bundles fuzz fuzz-smoke
 
 all: build
 
@@ -43,7 +43,13 @@ test-integration: bundles image-layouts
 test-ptrace: bundles
 	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle --test deputy -- --test-threads=2
 
-test: build lint test-unit test-integration test-ptrace
+# The path-rule suites again with every path rule in the supervisor
+# (org.cordon.enforcement = "supervisor"), on both platforms.
+test-supervisor-level: bundles
+	CORDON_TEST_ENFORCEMENT=supervisor $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy -- --test-threads=2
+	CORDON_TEST_ENFORCEMENT=supervisor CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy -- --test-threads=2
+
+test: build lint test-unit test-integration test-ptrace test-supervisor-level
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -39,7 +39,7 @@ u = os.uname()
 print(f"  {u.sysname} {u.release} {u.version} (the host's real kernel version stays hidden)")
 
 print("Things a sandbox must stop:")
-attempt("read kernel symbol addresses (/proc/kallsyms)", lambda: len(open("/proc/kallsyms").read()))
+attempt("read kernel symbol addresses (/proc/kallsyms)", lambda: f"{len(open('/proc/kallsyms').read())} bytes of them")
 attempt("overwrite core_pattern (runs a program on the host)", lambda: open("/proc/sys/kernel/core_pattern", "w").write("|/tmp/x"))
 attempt(
     "reach the cloud metadata service (169.254.169.254:80)",

@@ -18,6 +18,11 @@ jq --arg rootfs "$repo/bundles/python/rootfs" --arg demo "$repo/demo" '
 echo "== cordon run: python3 /demo/agent.py under the default policy"
 "$cordon" --root "$root" run --keep -b "$bundle" "$id"
 echo
+echo "== cordon state $id: where the path rules are enforced"
+"$cordon" --root "$root" state "$id" | jq -r '.annotations["org.cordon.enforcement"]'
+echo "   (kernel: the container's mounts mask /proc/kallsyms and make /proc/sys and /sys read-only,"
+echo "    so file access runs at native speed; 'cordon policy show --explain default' says why, per rule)"
+echo
 echo "== cordon audit $id: what the supervisor decided (denials and emulations)"
 "$cordon" --root "$root" audit "$id" | grep -E '\((deny|emulate)\)' || true
 echo

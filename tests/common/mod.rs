@@ -80,6 +80,20 @@ pub fn test_platform() -> Option<String> {
     std::env::var("CORDON_TEST_PLATFORM").ok().filter(|p| !p.is_empty())
 }
 
+/// The enforcement level the suites run with (`$CORDON_TEST_ENFORCEMENT`:
+/// `kernel`, the default, or `supervisor`); set as the annotation
+/// `org.cordon.enforcement` when given.
+pub fn test_enforcement() -> Option<String> {
+    std::env::var("CORDON_TEST_ENFORCEMENT").ok().filter(|p| !p.is_empty())
+}
+
+/// Whether the default policy's path rules are enforced by the container's
+/// mounts in this run (masked files read empty, writes get EROFS) rather
+/// than by the supervisor (EACCES, and an audit record).
+pub fn kernel_level() -> bool {
+    test_enforcement().as_deref() != Some("supervisor")
+}
+
 /// A test's world: a private state root and a bundle whose config.json is
 /// the shared bundle's, edited by the test, with an absolute rootfs path.
 pub struct Env {
@@ -95,6 +109,17 @@ impl Env {
     /// A busybox environment running `args`.
     pub fn busybox(args: &[&str]) -> Self {
         Self::from_bundle(&busybox_bundle(), args)
+    }
+
+    /// A busybox environment running `args` with every path rule in the
+    /// supervisor (`org.cordon.enforcement = "supervisor"`), for the
+    /// suites that exercise the supervisor's own machinery with opens
+    /// (calls pending in it, floods of intercepted calls): under the
+    /// default kernel level those opens never reach it.
+    pub fn busybox_supervised(args: &[&str]) -> Self {
+        let mut env = Self::busybox(args);
+        env.annotate("org.cordon.enforcement", "supervisor");
+        env
     }
 
     /// A python environment running `args`.
@@ -116,6 +141,9 @@ impl Env {
         // (make test-ptrace) puts every container on the ptrace platform.
         if let Some(p) = test_platform() {
             env.annotate("org.cordon.platform", &p);
+        }
+        if let Some(e) = test_enforcement() {
+            env.annotate("org.cordon.enforcement", &e);
         }
         env
     }

@@ -89,7 +89,7 @@ fn killing_the_supervisor_with_a_call_pending_kills_the_container() {
     let fds = open_fds();
     let host = TempDir::new("fifo");
     mkfifo(host.path(), "p");
-    let mut env = Env::busybox(&[
+    let mut env = Env::busybox_supervised(&[
         "sh",
         "-c",
         "probe read /work/p; echo survived > /work/after; exec probe sleep 600",
@@ -140,7 +140,7 @@ fn killing_the_supervisor_of_a_created_container_means_it_never_runs() {
     let _serial = serial();
     let fds = open_fds();
     let host = TempDir::new("ran");
-    let mut env = Env::busybox(&["sh", "-c", "echo ran > /work/ran"]);
+    let mut env = Env::busybox_supervised(&["sh", "-c", "echo ran > /work/ran"]);
     with_work(&mut env, host.path());
     let id = unique("supkill-created");
     ok(&env.create(&id));
@@ -214,7 +214,7 @@ fn killing_create_during_a_create_runtime_hook() {
     let fds = open_fds();
     let dir = TempDir::new("hook");
     let marker = dir.path().join("hook-started");
-    let mut env = Env::busybox(&["probe", "sleep", "600"]);
+    let mut env = Env::busybox_supervised(&["probe", "sleep", "600"]);
     env.config["hooks"] = json!({"createRuntime": [{
         "path": "/bin/sh",
         "args": ["sh", "-c", mark_and_wait_for_parent(&marker)],
@@ -259,7 +259,7 @@ fn killing_create_while_the_supervisor_starts() {
     )
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let env = Env::busybox(&["probe", "sleep", "600"]);
+    let env = Env::busybox_supervised(&["probe", "sleep", "600"]);
     let id = unique("createkill-sup");
     let create = spawn_create(&env, &id, dir.path(), &[("CORDON_BINARY", &wrapper)]);
     kill_create_at(create, &marker, dir.path());
@@ -344,7 +344,7 @@ fn a_full_state_disk_fails_create_cleanly() {
     let _serial = serial();
     let fds = open_fds();
     let fs = SmallFs::new("64k");
-    let mut env = Env::busybox(&["probe", "sleep", "600"]);
+    let mut env = Env::busybox_supervised(&["probe", "sleep", "600"]);
     env.root = TempDir(fs.path().join("root"));
     // With no space at all, then one page more each time, until create
     // fits: every failure is one clear line and leaves nothing behind.

@@ -76,7 +76,7 @@ fn a_flood_of_intercepted_calls_does_not_starve_a_quiet_neighbour() {
     let fds = open_fds();
     let work = TempDir::new("flood");
     let out = work.path().join("flood.out");
-    let mut flood = Env::busybox(&["sh", "-c", "exec probe flood 64 > /work/flood.out"]);
+    let mut flood = Env::busybox_supervised(&["sh", "-c", "exec probe flood 64 > /work/flood.out"]);
     with_work(&mut flood, work.path());
     let flood_id = unique("flood");
     start(&flood, &flood_id);
@@ -95,7 +95,7 @@ fn a_flood_of_intercepted_calls_does_not_starve_a_quiet_neighbour() {
 
     // The quiet neighbour: 500 rounds of uname + open/read/close, under its
     // own supervisor, while the flood goes on.
-    let quiet = Env::busybox(&["probe", "threads", "1", "500"]);
+    let quiet = Env::busybox_supervised(&["probe", "threads", "1", "500"]);
     let quiet_id = unique("quiet");
     quiet.write();
     let (tx, rx) = mpsc::channel();
@@ -149,7 +149,7 @@ fn a_flood_of_recorded_calls_rotates_the_audit_trail() {
     let fds = open_fds();
     // Every round of the flood is an emulated uname and an emulated open,
     // both recorded by the default policy.
-    let env = Env::busybox(&["probe", "flood", "4"]);
+    let env = Env::busybox_supervised(&["probe", "flood", "4"]);
     let id = unique("rotate");
     start(&env, &id);
     let dir = env.root.path().join(".cordon").join(&id);
@@ -205,7 +205,7 @@ fn blocked_calls_are_capped_at_256_per_supervisor() {
     let work = TempDir::new("cap");
     let fifo = mkfifo(work.path(), "p");
     let out = work.path().join("cap.out");
-    let mut env = Env::busybox(&["sh", "-c", "exec probe fifo-flood /work/p 300 > /work/cap.out"]);
+    let mut env = Env::busybox_supervised(&["sh", "-c", "exec probe fifo-flood /work/p 300 > /work/cap.out"]);
     with_work(&mut env, work.path());
     let id = unique("cap");
     start(&env, &id);

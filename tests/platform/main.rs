@@ -14,6 +14,8 @@ use cordon_tests::{cordon_bin, ok, run_captured, stderr, stdout, unique, Env, Te
 fn ptrace_env(script: &str) -> Env {
     let mut env = Env::busybox(&["sh", "-c", script]);
     env.annotate("org.cordon.platform", "ptrace");
+    // The path rules in the supervisor: the tests see its decisions.
+    env.annotate("org.cordon.enforcement", "supervisor");
     env
 }
 
@@ -79,7 +81,8 @@ fn ptrace_is_chosen_by_annotation_and_by_the_config_file() {
 /// audit trail, and is still policed.
 #[test]
 fn no_listener_possible_falls_back_to_ptrace() {
-    let env = Env::busybox(&["sh", "-c", "uname -r; cat /proc/kallsyms; echo rc=$?"]);
+    let mut env = Env::busybox(&["sh", "-c", "uname -r; cat /proc/kallsyms; echo rc=$?"]);
+    env.annotate("org.cordon.enforcement", "supervisor");
     env.write();
     let id = unique("pt-fallback");
     let b = env.bundle.path().to_string_lossy().into_owned();

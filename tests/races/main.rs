@@ -36,7 +36,7 @@ fn mkfifo(dir: &Path, name: &str) -> PathBuf {
 /// A running busybox container (`probe sleep 600`) with host directory
 /// `work` (holding FIFOs) bind-mounted at /work.
 fn running(work: &Path) -> (Env, String) {
-    let mut env = Env::busybox(&["probe", "sleep", "600"]);
+    let mut env = Env::busybox_supervised(&["probe", "sleep", "600"]);
     env.config["mounts"]
         .as_array_mut()
         .unwrap()
@@ -179,7 +179,7 @@ fn pausing_with_calls_in_flight_then_resuming_completes() {
     let _serial = serial();
     let fds = open_fds();
     let work = TempDir::new("pause");
-    let mut env = Env::busybox(&[
+    let mut env = Env::busybox_supervised(&[
         "sh",
         "-c",
         "probe threads 16 400 > /work/out.tmp; mv /work/out.tmp /work/out",

@@ -111,6 +111,11 @@ pub enum PolicyCmd {
         /// As JSON
         #[arg(long)]
         json: bool,
+        /// Say, per path rule, what enforces it (the container's mounts or the
+        /// supervisor) and why, for a bundle that mounts proc at /proc and
+        /// sysfs at /sys
+        #[arg(long)]
+        explain: bool,
     },
     /// Validate a policy file; errors name the rule and field
     Check {
@@ -172,6 +177,9 @@ pub struct SuperviseArgs {
     /// Why cordon fell back to this platform (recorded in the audit trail)
     #[arg(long)]
     pub fallback: Option<String>,
+    /// Where the path rules are enforced, and why (recorded in the audit trail)
+    #[arg(long, default_value = "supervisor")]
+    pub enforcement: String,
 }
 
 /// Runs the parsed command; returns the process exit code.
@@ -221,6 +229,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 listen_fd: a.listen_fd,
                 platform: cordon::config::Platform::parse(&a.platform, "--platform")?,
                 fallback: a.fallback,
+                enforcement: a.enforcement,
             })?;
             Ok(0)
         }

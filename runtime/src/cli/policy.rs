@@ -13,13 +13,15 @@ use super::{AuditArgs, PolicyCmd, SyscallsArgs};
 
 pub fn policy(cmd: PolicyCmd) -> anyhow::Result<i32> {
     match cmd {
-        PolicyCmd::Show { policy, json } => {
+        PolicyCmd::Show { policy, json, explain } => {
             let name = match policy {
                 Some(p) => p,
                 None => cordon::config::RuntimeConfig::load()?.policy,
             };
             let p = Policy::load(&name)?;
-            if json {
+            if explain {
+                print!("{}", explain_text(&p));
+            } else if json {
                 println!("{}", serde_json::to_string_pretty(&p.source)?);
             } else {
                 print!("{}", toml::to_string_pretty(&p.source).context("render policy")?);
@@ -43,6 +45,36 @@ pub fn policy(cmd: PolicyCmd) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// `policy show --explain`: the level of each path rule for a bundle that
+/// mounts proc at /proc and sysfs at /sys (as `cordon spec`'s and the
+/// engines' do), and what that leaves with the supervisor.
+fn explain_text(p: &Policy) -> String {
+    use cordon::policy::levels::Mount;
+    use std::fmt::Write;
+    let plan = p.plan(
+        cordon::policy::Enforcement::Kernel,
+        &["/proc".to_string(), "/sys".to_string()],
+    );
+    let mut out = String::new();
+    for (c, r) in plan.choices.iter().zip(&p.source.paths) {
+        let access = serde_json::to_value(r.access).ok();
+        let access = access.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
+        let level = match &c.mount {
+            Some((Mount::Mask, _)) => "mounts: mask",
+            Some((Mount::ReadOnly, _)) => "mounts: read-only bind",
+            None => "supervisor",
+        };
+        let _ = writeln!(out, "path[{}] {} {access}: {level} ({})", c.rule, c.pattern, c.why);
+    }
+    let files = if plan.all_kernel {
+        "file syscalls stay in the kernel: opens, metadata and tree changes are not sent to the supervisor"
+    } else {
+        "file syscalls go to the supervisor, as the policy's emulate rules say (org.cordon.enforcement = \"supervisor\" does the same for any policy)"
+    };
+    let _ = writeln!(out, "{files}");
+    out
 }
 
 fn print_record(r: &Record, json: bool) {

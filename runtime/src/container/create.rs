@@ -124,7 +124,12 @@ impl Runtime {
             return Err(Error::Exists(opts.id.clone()));
         }
         let (policy_name, platform) = self.choose_policy(&spec)?;
-        let policy = Policy::load(&policy_name)?;
+        let enforcement = choose_enforcement(&spec)?;
+        let full = Policy::load(&policy_name)?;
+        // Path rules the container's mounts enforce leave the file
+        // syscalls in the kernel (policy/levels.rs).
+        let plan = full.plan(enforcement, &kernel_fs(&spec));
+        let policy = if plan.all_kernel { full.kernel_enforced() } else { full };
         let (platform, fallback) = choose_platform(&platform, &policy)?;
         let prog = crate::filter::compile_for(&policy, platform);
         let bundle_filter = compile_bundle_profile(&bundle, spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()))?;
@@ -138,6 +143,7 @@ impl Runtime {
             spec,
             &policy,
             &policy_name,
+            &plan,
             (platform, fallback),
             (prog, bundle_filter),
         );
@@ -164,6 +170,7 @@ impl Runtime {
         spec: Spec,
         policy: &Policy,
         policy_name: &str,
+        plan: &crate::policy::levels::Plan,
         (platform, fallback): (crate::config::Platform, Option<String>),
         (prog, bundle_filter): (Vec<libc::sock_filter>, Option<Arc<BundleFilter>>),
     ) -> Result<Container> {
@@ -180,6 +187,7 @@ impl Runtime {
             platform: platform.name().to_string(),
             supervisor_pid: None,
             fallback: fallback.clone(),
+            kernel_enforced: plan.all_kernel,
         };
         let sock = if policy.needs_supervisor() {
             // Without a hostname in the spec the container's nodename is the
@@ -209,7 +217,15 @@ impl Runtime {
                 hostname: &hostname,
                 domainname: &domainname,
             };
-            let starting = spawn_supervisor(&opts.id, &dir, policy_name, names, platform, fallback.as_deref())?;
+            let starting = spawn_supervisor(
+                &opts.id,
+                &dir,
+                policy_name,
+                names,
+                platform,
+                fallback.as_deref(),
+                &plan.describe(),
+            )?;
             meta.supervisor_pid = Some(starting.pid);
             if let Err(e) = self.save_meta(&opts.id, &meta) {
                 // meta.json is what `create`'s cleanup and `delete` find the
@@ -264,7 +280,14 @@ impl Runtime {
             }
         }
         if let Some(pid) = container.pid() {
-            super::harden::after_build(pid.as_raw(), &spec).map_err(io("harden the container"))?;
+            let mounts = if plan.all_kernel { plan.mounts() } else { Vec::new() };
+            let empty = dir.join("masked");
+            if !mounts.is_empty() {
+                std::fs::write(&empty, b"").map_err(io(format!("create {}", empty.display())))?;
+                std::fs::set_permissions(&empty, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+                    .map_err(io(format!("chmod {}", empty.display())))?;
+            }
+            super::harden::after_build(pid.as_raw(), &spec, &mounts, &empty).map_err(io("harden the container"))?;
             if let Some(sup) = meta.supervisor_pid {
                 super::harden::supervisor_memory(sup, pid.as_raw())
                     .map_err(io("move the supervisor into the container's memory cgroup"))?;
@@ -354,6 +377,13 @@ impl Runtime {
             meta.policy.clone()
         };
         let policy = Policy::load(&policy_name)?;
+        // The filter of the container's init: file syscalls left to the
+        // kernel when its mounts enforce the path rules.
+        let policy = if meta.kernel_enforced {
+            policy.kernel_enforced()
+        } else {
+            policy
+        };
         let platform = crate::config::Platform::parse(&meta.platform, "meta.json platform")
             .unwrap_or(crate::config::Platform::SeccompNotify);
         let prog = crate::filter::compile_for(&policy, platform);
@@ -539,6 +569,30 @@ fn loopback_up(pid: i32) -> std::io::Result<()> {
 /// notify listener (its descendants, the container's processes, inherit
 /// its filters and could not either). Returns the platform and, after a
 /// fallback, why.
+/// The enforcement level a container asks for (`org.cordon.enforcement`),
+/// `kernel` by default.
+fn choose_enforcement(spec: &Spec) -> Result<crate::policy::Enforcement> {
+    let ann = spec.annotations().clone().unwrap_or_default();
+    match ann.get(crate::policy::ENFORCEMENT_ANNOTATION) {
+        None => Ok(crate::policy::Enforcement::Kernel),
+        Some(v) => {
+            crate::policy::Enforcement::parse(v, &format!("annotation {}", crate::policy::ENFORCEMENT_ANNOTATION))
+                .map_err(Error::Other)
+        }
+    }
+}
+
+/// Where the bundle mounts the kernel's own filesystems (`proc`, `sysfs`):
+/// the paths below them only the kernel creates.
+fn kernel_fs(spec: &Spec) -> Vec<String> {
+    spec.mounts()
+        .iter()
+        .flatten()
+        .filter(|m| matches!(m.typ().as_deref(), Some("proc") | Some("sysfs")))
+        .map(|m| m.destination().to_string_lossy().into_owned())
+        .collect()
+}
+
 fn choose_platform(name: &str, policy: &Policy) -> Result<(crate::config::Platform, Option<String>)> {
     use crate::config::Platform;
     let asked = Platform::parse(name, "platform")?;
@@ -612,6 +666,7 @@ fn spawn_supervisor(
     names: UtsNames<'_>,
     platform: crate::config::Platform,
     fallback: Option<&str>,
+    enforcement: &str,
 ) -> Result<Starting> {
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::Io {
         what: "pipe".into(),
@@ -644,6 +699,7 @@ fn spawn_supervisor(
     if let Some(why) = fallback {
         cmd.arg("--fallback").arg(why);
     }
+    cmd.arg("--enforcement").arg(enforcement);
     cmd.arg("--")
         .arg(id)
         .stdin(Stdio::null())

@@ -28,14 +28,98 @@ use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{LinuxDeviceCgroup, Spec};
 
+use crate::policy::levels::Mount;
+
 /// Applies both corrections to the container whose init is host pid `pid`,
-/// built from `spec`.
+/// built from `spec`, then the mounts that enforce its policy's path rules
+/// (`mounts`, from `Plan::mounts`: masks, then read-only binds). `empty`
+/// is an empty regular file of the host's that masks files.
 ///
 /// Errors: the device cgroup cannot be written, or the mount namespace
-/// cannot be entered or a remount fails (the caller removes the container).
-pub fn after_build(pid: i32, spec: &Spec) -> io::Result<()> {
+/// cannot be entered or a mount fails (the caller removes the container).
+pub fn after_build(pid: i32, spec: &Spec, mounts: &[(Mount, String)], empty: &Path) -> io::Result<()> {
     device_rules(pid, spec)?;
-    cgroup_mounts(pid, spec)
+    cgroup_mounts(pid, spec)?;
+    if mounts.is_empty() {
+        return Ok(());
+    }
+    // One read-only clone of the empty file per mask, made here, in the
+    // host's mount namespace, and attached over a file inside.
+    let file = std::ffi::CString::new(empty.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
+    let trees = mounts
+        .iter()
+        .map(|(kind, _)| match kind {
+            Mount::Mask => crate::sys::open_tree_rdonly(&file).map(Some),
+            Mount::ReadOnly => Ok(None),
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    in_mount_ns(pid, || {
+        mounts
+            .iter()
+            .zip(&trees)
+            .try_for_each(|((kind, path), tree)| enforce(*kind, Path::new(path), tree.as_ref()))
+    })
+}
+
+/// Runs `f` on a thread of its own in the mount namespace of host pid
+/// `pid` (its root and cwd become the namespace's root).
+fn in_mount_ns(pid: i32, f: impl FnOnce() -> io::Result<()> + Send) -> io::Result<()> {
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))?;
+    std::thread::scope(|s| {
+        s.spawn(|| -> io::Result<()> {
+            // A private fs_struct, then the container's mount namespace:
+            // this thread only.
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS)?;
+            nix::sched::setns(ns.as_fd(), nix::sched::CloneFlags::CLONE_NEWNS)?;
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("mount thread panicked")))
+    })
+}
+
+/// One mount of the policy's kernel level, inside the container's mount
+/// namespace. A path that does not exist needs none (below a kernel
+/// filesystem nothing inside can create it). A mask hides what is there:
+/// an empty read-only tmpfs over a directory, `tree` (a read-only clone
+/// of an empty file) over a file, so reads are empty and writes fail
+/// with EROFS (OCI `maskedPaths` binds `/dev/null`, which takes writes
+/// silently). A read-only path is bound over itself with everything
+/// mounted below it, and the whole tree made read-only (mount_setattr(2)
+/// `AT_RECURSIVE`).
+fn enforce(kind: Mount, path: &Path, tree: Option<&std::os::fd::OwnedFd>) -> io::Result<()> {
+    use nix::mount::{mount, MsFlags};
+    let ctx = |what: &'static str| move |e: nix::Error| io::Error::other(format!("{what} {}: {e}", path.display()));
+    let st = match std::fs::symlink_metadata(path) {
+        Ok(st) => st,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    match (kind, tree) {
+        (Mount::Mask, _) if st.is_dir() => mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("size=0,mode=555"),
+        )
+        .map_err(ctx("mask")),
+        (Mount::Mask, Some(tree)) => crate::sys::move_mount_to(tree.as_fd(), path)
+            .map_err(|e| io::Error::other(format!("mask {}: {e}", path.display()))),
+        (Mount::Mask, None) => Err(io::Error::other(format!("mask {}: no empty file", path.display()))),
+        (Mount::ReadOnly, _) => {
+            mount(
+                Some(path),
+                path,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&str>,
+            )
+            .map_err(ctx("bind"))?;
+            crate::sys::mount_setattr_rdonly_recursive(path)
+                .map_err(|e| io::Error::other(format!("make {} read-only: {e}", path.display())))
+        }
+    }
 }
 
 /// Moves the supervisor (host pid `supervisor`) into the v1 `memory`
@@ -179,37 +263,28 @@ fn cgroup_mounts(pid: i32, spec: &Spec) -> io::Result<()> {
     if targets.is_empty() {
         return Ok(());
     }
-    let ns = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))?;
-    std::thread::scope(|s| {
-        s.spawn(|| -> io::Result<()> {
-            use nix::mount::{mount, umount2, MntFlags, MsFlags};
-            // A private fs_struct, then the container's mount namespace
-            // (root and cwd become its root): this thread only.
-            nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS)?;
-            nix::sched::setns(ns.as_fd(), nix::sched::CloneFlags::CLONE_NEWNS)?;
-            // Its own pid 1 is the init (this thread is not in its pid
-            // namespace, so /proc/self would not resolve there).
-            let info = std::fs::read_to_string("/proc/1/mountinfo")?;
-            for (dest, rw) in &targets {
-                for (point, named) in cgroup_v1_mounts(&info, dest) {
-                    if named {
-                        umount2(&point, MntFlags::MNT_DETACH)?;
-                    } else if !rw {
-                        let flags = MsFlags::MS_REMOUNT
-                            | MsFlags::MS_BIND
-                            | MsFlags::MS_RDONLY
-                            | MsFlags::MS_NOSUID
-                            | MsFlags::MS_NODEV
-                            | MsFlags::MS_NOEXEC;
-                        mount(None::<&str>, &point, None::<&str>, flags, None::<&str>)
-                            .map_err(|e| io::Error::other(format!("remount {} read-only: {e}", point.display())))?;
-                    }
+    in_mount_ns(pid, || {
+        use nix::mount::{mount, umount2, MntFlags, MsFlags};
+        // Its own pid 1 is the init (this thread is not in its pid
+        // namespace, so /proc/self would not resolve there).
+        let info = std::fs::read_to_string("/proc/1/mountinfo")?;
+        for (dest, rw) in &targets {
+            for (point, named) in cgroup_v1_mounts(&info, dest) {
+                if named {
+                    umount2(&point, MntFlags::MNT_DETACH)?;
+                } else if !rw {
+                    let flags = MsFlags::MS_REMOUNT
+                        | MsFlags::MS_BIND
+                        | MsFlags::MS_RDONLY
+                        | MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC;
+                    mount(None::<&str>, &point, None::<&str>, flags, None::<&str>)
+                        .map_err(|e| io::Error::other(format!("remount {} read-only: {e}", point.display())))?;
                 }
             }
-            Ok(())
-        })
-        .join()
-        .unwrap_or_else(|_| Err(io::Error::other("harden thread panicked")))
+        }
+        Ok(())
     })
 }
 

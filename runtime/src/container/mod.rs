@@ -139,6 +139,10 @@ pub struct Meta {
     /// Why the platform is not the one asked for (a fallback to ptrace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// Whether the container's mounts enforce every path rule (the file
+    /// syscalls then stay in the kernel; policy/levels.rs).
+    #[serde(default)]
+    pub kernel_enforced: bool,
 }
 
 /// The OCI state of a container, as `runc state` prints it.
@@ -278,6 +282,8 @@ impl Runtime {
             if let Some(why) = &meta.fallback {
                 annotations.insert(format!("{}-fallback", crate::config::PLATFORM_ANNOTATION), why.clone());
             }
+            let level = if meta.kernel_enforced { "kernel" } else { "supervisor" };
+            annotations.insert(crate::policy::ENFORCEMENT_ANNOTATION.into(), level.into());
         }
         let status = c.status();
         StateJson {

@@ -6,6 +6,7 @@
 //! network matchers. The same compiled form drives the BPF filter
 //! ([`crate::filter`]) and the supervisor's decisions, so the two cannot drift.
 
+pub mod levels;
 pub mod model;
 mod net;
 mod path;
@@ -13,6 +14,7 @@ mod path;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use levels::{Enforcement, ENFORCEMENT_ANNOTATION};
 pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
 pub use net::NetPolicy;
 pub use path::{is_write_open, PathPolicy};

@@ -79,6 +79,9 @@ pub struct Options {
     pub platform: crate::config::Platform,
     /// Why `create` fell back to this platform, if it did.
     pub fallback: Option<String>,
+    /// Where the path rules are enforced (`kernel (...)` or
+    /// `supervisor (why)`), for the audit trail.
+    pub enforcement: String,
 }
 
 /// State shared by every receiver thread.
@@ -176,14 +179,15 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         0,
         "supervisor",
         &format!(
-            "container {} policy {} platform {}{}",
+            "container {} policy {} platform {}{} enforcement {}",
             opts.id,
             sup.policy.name,
             opts.platform.name(),
             opts.fallback
                 .as_deref()
                 .map(|why| format!(" (fallback: {why})"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            opts.enforcement
         ),
         "event",
         "started",

@@ -24,6 +24,89 @@ fn cvt(r: libc::c_long) -> io::Result<libc::c_long> {
     }
 }
 
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+fn mount_setattr_rdonly(dirfd: libc::c_int, path: &CStr, flags: libc::c_int) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a NUL-terminated path and a mount_attr struct we own, with its
+    // size; the kernel only reads both.
+    cvt(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    })
+    .map(drop)
+}
+
+/// Makes the mount at `path` and every mount below it read-only:
+/// mount_setattr(2) with `AT_RECURSIVE` and `MOUNT_ATTR_RDONLY` (Linux
+/// 5.12), other attributes unchanged.
+pub fn mount_setattr_rdonly_recursive(path: &std::path::Path) -> io::Result<()> {
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    mount_setattr_rdonly(libc::AT_FDCWD, &c, libc::AT_RECURSIVE)
+}
+
+/// A detached, read-only bind mount of the file or directory at `path`
+/// (open_tree(2) `OPEN_TREE_CLONE`, then mount_setattr(2)), to attach
+/// elsewhere with [`move_mount_to`], in another mount namespace too.
+pub fn open_tree_rdonly(path: &CStr) -> io::Result<OwnedFd> {
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    // SAFETY: a NUL-terminated path; the kernel returns a new fd we own.
+    let fd = cvt(unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+        )
+    })?;
+    // SAFETY: the kernel returned a new fd, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    mount_setattr_rdonly(fd.as_raw_fd(), c"", libc::AT_EMPTY_PATH)?;
+    Ok(fd)
+}
+
+/// Attaches the detached mount `tree` (from [`open_tree_rdonly`]) at
+/// `target`, resolved from the calling thread's root and cwd: move_mount(2)
+/// with `MOVE_MOUNT_F_EMPTY_PATH`.
+pub fn move_mount_to(tree: BorrowedFd<'_>, target: &std::path::Path) -> io::Result<()> {
+    const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()))
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a borrowed fd and NUL-terminated paths; the kernel reads them.
+    cvt(unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    })
+    .map(drop)
+}
+
 /// Sets `PR_SET_NO_NEW_PRIVS` on the calling thread (prctl(2)).
 pub fn set_no_new_privs() -> io::Result<()> {
     // SAFETY: prctl with integer arguments only; no memory is passed.

@@ -1,0 +1,270 @@
+//! Enforcement levels: each `[[path]]` rule is enforced by the cheapest
+//! mechanism that enforces it exactly, chosen when a container is created.
+//!
+//! 1. **The container's mount namespace** (this module plans it, the
+//!    runtime applies it before the container's process runs): a deny rule
+//!    becomes a mask (an empty read-only tmpfs over a directory, the
+//!    container's `/dev/null` bound over a file: what OCI `maskedPaths`
+//!    does), a read-only rule a read-only bind (recursive: the mounts below
+//!    it too). The mount calls, `umount2`, `pivot_root`, `chroot` and
+//!    `setns` must be refused by the policy's own filter
+//!    ([`Policy::pins_root`]) so nothing inside can undo them.
+//! 2. **The supervisor** (emulation, as before) for every rule the mounts
+//!    cannot express exactly.
+//!
+//! A mount protects the object that exists when the container starts, not
+//! a path created later, so only rules on the kernel's own files (below a
+//! `proc` or `sysfs` mount of the bundle, where nothing inside can create
+//! a file) go to the mounts. A rule qualifies when its pattern is a
+//! literal path or `DIR/**` with a literal `DIR` (which covers `DIR`), and
+//! the policy has no `allow` path rule (an exception inside a mask or a
+//! read-only tree is not a mount). If every path rule qualifies, the
+//! file syscalls the policy sends to the supervisor only for path rules
+//! stay in the kernel ([`Policy::kernel_enforced`]); else every path rule
+//! stays with the supervisor, as `org.cordon.enforcement = "supervisor"`
+//! asks for.
+
+use super::{Action, PathAccess, Policy, EMULATED};
+use crate::filter::table;
+
+/// The annotation that chooses the enforcement level.
+pub const ENFORCEMENT_ANNOTATION: &str = "org.cordon.enforcement";
+
+/// Where path rules are enforced (`org.cordon.enforcement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Enforcement {
+    /// The cheapest exact level for each rule (the default).
+    #[default]
+    Kernel,
+    /// Every path rule in the supervisor, every open recorded.
+    Supervisor,
+}
+
+impl Enforcement {
+    /// Parses `kernel` or `supervisor`; the error names `what` (the
+    /// annotation) and the accepted values.
+    pub fn parse(s: &str, what: &str) -> Result<Self, String> {
+        match s {
+            "kernel" => Ok(Self::Kernel),
+            "supervisor" => Ok(Self::Supervisor),
+            other => Err(format!(
+                "{what}: {other:?} is not an enforcement level (kernel, supervisor)"
+            )),
+        }
+    }
+
+    /// `kernel` or `supervisor`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Kernel => "kernel",
+            Self::Supervisor => "supervisor",
+        }
+    }
+}
+
+/// How a rule is enforced by the mounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mount {
+    /// Hidden: an empty read-only tmpfs over a directory, `/dev/null` over
+    /// a file.
+    Mask,
+    /// A recursive read-only bind of the path over itself.
+    ReadOnly,
+}
+
+/// The level chosen for one path rule, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// Index of the rule in the policy's `[[path]]` list.
+    pub rule: usize,
+    /// The rule's pattern.
+    pub pattern: String,
+    /// The mount that enforces it and the path it applies to, or `None`:
+    /// the supervisor.
+    pub mount: Option<(Mount, String)>,
+    /// Why this level.
+    pub why: String,
+}
+
+/// What the mounts take on for a policy, rule by rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// One entry per `[[path]]` rule, in order.
+    pub choices: Vec<Choice>,
+    /// Whether every rule went to the mounts (then the file syscalls stay
+    /// in the kernel).
+    pub all_kernel: bool,
+}
+
+impl Plan {
+    /// One line for the audit trail and `cordon state`: `kernel (N path
+    /// rules by the container's mounts)`, or `supervisor (why)` with the
+    /// first rule's reason.
+    pub fn describe(&self) -> String {
+        if self.all_kernel {
+            return format!("kernel ({} path rules by the container's mounts)", self.choices.len());
+        }
+        match self.choices.iter().find(|c| c.mount.is_none()) {
+            Some(c) => format!("supervisor (path[{}] {}: {})", c.rule, c.pattern, c.why),
+            None => "supervisor".into(),
+        }
+    }
+
+    /// The mounts to make, masks first (a read-only bind made after them
+    /// carries them along).
+    pub fn mounts(&self) -> Vec<(Mount, String)> {
+        let mut m: Vec<(Mount, String)> = self.choices.iter().filter_map(|c| c.mount.clone()).collect();
+        m.sort_by_key(|(kind, _)| *kind != Mount::Mask);
+        m.dedup();
+        m
+    }
+}
+
+/// The literal path a pattern names: itself, or `DIR` for `DIR/**`.
+/// `None` for any other glob.
+fn literal_base(pattern: &str) -> Option<&str> {
+    let base = pattern.strip_suffix("/**").unwrap_or(pattern);
+    let base = if base.is_empty() { "/" } else { base };
+    (!base.contains(['*', '?', '[', ']', '{', '}', '\\'])).then_some(base)
+}
+
+/// Whether `path` is `dir` or below it.
+fn below(path: &str, dir: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) || dir.is_empty()
+}
+
+impl Policy {
+    /// Chooses the level of each path rule for a container whose kernel
+    /// filesystems (`proc` and `sysfs` mounts) are at `kernel_fs`, under
+    /// `enforcement`.
+    pub fn plan(&self, enforcement: Enforcement, kernel_fs: &[String]) -> Plan {
+        let rules = &self.source.paths;
+        let global = if enforcement == Enforcement::Supervisor {
+            Some("org.cordon.enforcement = \"supervisor\"".to_string())
+        } else if !self.pins_root() {
+            Some("the policy lets mounts, chroot or setns through, which could undo a mount".to_string())
+        } else {
+            rules
+                .iter()
+                .position(|r| r.access == PathAccess::Allow)
+                .map(|i| format!("path[{i}] allows an exception, which a mount cannot make"))
+        };
+        let choices: Vec<Choice> = rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let supervisor = |why: String| Choice {
+                    rule: i,
+                    pattern: r.pattern.clone(),
+                    mount: None,
+                    why,
+                };
+                if let Some(why) = &global {
+                    return supervisor(why.clone());
+                }
+                let Some(base) = literal_base(&r.pattern) else {
+                    return supervisor("a glob over paths: matched on every open".into());
+                };
+                let Some(fs) = kernel_fs.iter().find(|d| below(base, d)) else {
+                    return supervisor("not a kernel file: a mount would not cover a file created there later".into());
+                };
+                let kind = match r.access {
+                    PathAccess::Deny => Mount::Mask,
+                    _ => Mount::ReadOnly,
+                };
+                let how = match kind {
+                    Mount::Mask => "reads empty, writes fail with EROFS",
+                    Mount::ReadOnly => "every change fails with EROFS",
+                };
+                Choice {
+                    rule: i,
+                    pattern: r.pattern.clone(),
+                    mount: Some((kind, base.to_string())),
+                    why: format!("{how}; a kernel file below {fs}, which nothing inside can create"),
+                }
+            })
+            .collect();
+        let all_kernel = choices.iter().all(|c| c.mount.is_some());
+        Plan { choices, all_kernel }
+    }
+
+    /// The policy with its file emulation left to the kernel: every
+    /// `emulate` rule of a file syscall (the open family, metadata reads,
+    /// tree and metadata changes, `bind`) becomes `allow`, since the path
+    /// rules they served are enforced by the mounts ([`Policy::plan`] with
+    /// `all_kernel`). `audit` rules stay: a policy that records every call
+    /// still sees them. The network and identity emulation (connect,
+    /// sendto, sendmsg, uname, sysinfo) stays.
+    pub fn kernel_enforced(&self) -> Policy {
+        let kept = ["connect", "sendto", "sendmsg", "uname", "sysinfo"];
+        let file_nrs: Vec<u32> = EMULATED
+            .iter()
+            .filter(|n| !kept.contains(n))
+            .filter_map(|n| table::number(n))
+            .collect();
+        let mut p = self.clone();
+        for (nr, rules) in p.rules.iter_mut() {
+            if file_nrs.contains(nr) {
+                for r in rules.iter_mut().filter(|r| r.action == Action::Emulate) {
+                    r.action = Action::Allow;
+                }
+            }
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel_fs() -> Vec<String> {
+        vec!["/proc".into(), "/sys".into()]
+    }
+
+    #[test]
+    fn the_default_policy_goes_to_the_mounts() {
+        let p = Policy::load("default").unwrap();
+        let plan = p.plan(Enforcement::Kernel, &kernel_fs());
+        assert!(plan.all_kernel, "{plan:#?}");
+        let mounts = plan.mounts();
+        assert!(mounts.contains(&(Mount::Mask, "/proc/kallsyms".into())));
+        assert!(mounts.contains(&(Mount::Mask, "/sys/firmware".into())));
+        assert!(mounts.contains(&(Mount::ReadOnly, "/proc/sys".into())));
+        assert!(mounts.contains(&(Mount::ReadOnly, "/sys".into())));
+        assert_eq!(mounts.iter().filter(|m| m.1 == "/sys").count(), 1, "deduplicated");
+        assert!(mounts.iter().position(|m| m.0 == Mount::ReadOnly) > mounts.iter().rposition(|m| m.0 == Mount::Mask));
+        // Its file syscalls then stay in the kernel; the network does not.
+        let k = p.kernel_enforced();
+        let nr = |n| table::number(n).unwrap();
+        assert_eq!(k.decide(nr("openat"), &[0; 6]).0, Action::Allow);
+        assert_eq!(k.decide(nr("fchmod"), &[0; 6]).0, Action::Allow);
+        assert_eq!(k.decide(nr("connect"), &[0; 6]).0, Action::Emulate);
+        assert_eq!(k.decide(nr("uname"), &[0; 6]).0, Action::Emulate);
+        assert_eq!(k.decide(nr("bpf"), &[0; 6]).0, Action::Deny);
+    }
+
+    #[test]
+    fn rules_the_mounts_cannot_express_go_to_the_supervisor() {
+        let src = |rules: &str| format!("name = \"t\"\nextends = \"default\"\n{rules}");
+        let other = Policy::from_toml(&src("[[path]]\npattern = \"/data/**\"\naccess = \"deny\"\n"), "t").unwrap();
+        let plan = other.plan(Enforcement::Kernel, &kernel_fs());
+        assert!(!plan.all_kernel);
+        assert!(plan.choices[0].why.contains("not a kernel file"), "{plan:#?}");
+        let glob = Policy::from_toml(&src("[[path]]\npattern = \"/proc/*/mem\"\naccess = \"deny\"\n"), "t").unwrap();
+        assert!(glob.plan(Enforcement::Kernel, &kernel_fs()).choices[0]
+            .why
+            .contains("glob"));
+        let allow = Policy::from_toml(&src("[[path]]\npattern = \"/proc/sys/x\"\naccess = \"allow\"\n"), "t").unwrap();
+        assert!(!allow.plan(Enforcement::Kernel, &kernel_fs()).all_kernel);
+        let chroot = Policy::from_toml(&src("[[syscall]]\nnames = [\"chroot\"]\naction = \"allow\"\n"), "t").unwrap();
+        assert!(!chroot.plan(Enforcement::Kernel, &kernel_fs()).all_kernel);
+        let p = Policy::load("default").unwrap();
+        assert!(!p.plan(Enforcement::Supervisor, &kernel_fs()).all_kernel);
+        assert!(
+            !p.plan(Enforcement::Kernel, &[]).all_kernel,
+            "no /proc mount: no kernel files"
+        );
+    }
+}
