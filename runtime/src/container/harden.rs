@@ -132,18 +132,10 @@ fn enforce(kind: Mount, path: &Path, tree: Option<&std::os::fd::OwnedFd>) -> io:
 ///
 /// Errors: the container's memory cgroup exists but refuses the move.
 pub fn supervisor_memory(supervisor: i32, pid: i32) -> io::Result<()> {
-    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
-    let Some(path) = cgroups.lines().find_map(|l| {
-        let mut p = l.splitn(3, ':');
-        let (_, ctl, path) = (p.next()?, p.next()?, p.next()?);
-        ctl.split(',').any(|c| c == "memory").then(|| path.to_string())
-    }) else {
+    let Some(dir) = crate::cgroupv1::dir_of(pid, "memory")? else {
         return Ok(());
     };
-    let Some(mount) = v1_mount("memory") else {
-        return Ok(());
-    };
-    let procs = mount.join(path.trim_start_matches('/')).join("cgroup.procs");
+    let procs = dir.join("cgroup.procs");
     std::fs::write(&procs, supervisor.to_string())
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", procs.display())))
 }
@@ -203,38 +195,15 @@ fn device_rules(pid: i32, spec: &Spec) -> io::Result<()> {
         return Ok(());
     };
     // The init's devices cgroup (v1); a v2 host has none to correct here.
-    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
-    let Some(path) = cgroups.lines().find_map(|l| {
-        let mut p = l.splitn(3, ':');
-        let (_, ctl, path) = (p.next()?, p.next()?, p.next()?);
-        ctl.split(',').any(|c| c == "devices").then(|| path.to_string())
-    }) else {
+    let Some(dir) = crate::cgroupv1::dir_of(pid, "devices")? else {
         return Ok(());
     };
-    let Some(mount) = v1_mount("devices") else {
-        return Ok(());
-    };
-    let dir = mount.join(path.trim_start_matches('/'));
     for (allow, line) in lines {
         let file = dir.join(if allow { "devices.allow" } else { "devices.deny" });
         std::fs::write(&file, &line)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {line}: {e}", file.display())))?;
     }
     Ok(())
-}
-
-/// Where the host mounts the v1 hierarchy that has option `opt`.
-fn v1_mount(opt: &str) -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|l| {
-        let (pre, post) = l.split_once(" - ")?;
-        let mut post = post.split_whitespace();
-        let (fstype, _src, opts) = (post.next()?, post.next()?, post.next()?);
-        let mut pre = pre.split_whitespace();
-        let root = pre.nth(3)?;
-        let point = pre.next()?;
-        (fstype == "cgroup" && root == "/" && opts.split(',').any(|o| o == opt)).then(|| PathBuf::from(point))
-    })
 }
 
 /// One cgroup v1 mount of the container: (mount point, named hierarchy).

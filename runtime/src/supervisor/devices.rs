@@ -145,25 +145,11 @@ fn defaults() -> Vec<Rule> {
     v
 }
 
-/// Where the host's v1 `devices` hierarchy is mounted, from the
-/// supervisor's `/proc/self/mountinfo` (read once).
-fn devices_mount() -> Option<&'static str> {
-    static MOUNT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    MOUNT
-        .get_or_init(|| {
-            let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-            info.lines().find_map(|l| {
-                let (pre, post) = l.split_once(" - ")?;
-                let mut post = post.split_whitespace();
-                let (fstype, _src, opts) = (post.next()?, post.next()?, post.next()?);
-                let mut pre = pre.split_whitespace();
-                let root = pre.nth(3)?;
-                let point = pre.next()?;
-                (fstype == "cgroup" && root == "/" && opts.split(',').any(|o| o == "devices"))
-                    .then(|| point.to_string())
-            })
-        })
-        .as_deref()
+/// Where the host's v1 `devices` hierarchy is mounted (read once: it
+/// does not move while the supervisor runs).
+fn devices_mount() -> Option<&'static std::path::Path> {
+    static MOUNT: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    MOUNT.get_or_init(|| crate::cgroupv1::mount_point("devices")).as_deref()
 }
 
 /// The rules of thread `tid`'s device cgroup: its v1 `devices.list`, or
@@ -179,7 +165,7 @@ pub fn rules_of(tid: i32) -> io::Result<Vec<Rule>> {
     });
     match (v1, devices_mount()) {
         (Some(path), Some(mount)) => {
-            let list = std::fs::read_to_string(format!("{mount}{path}/devices.list"))?;
+            let list = std::fs::read_to_string(mount.join(path.trim_start_matches('/')).join("devices.list"))?;
             Ok(list.lines().filter_map(Rule::parse).collect())
         }
         _ => Ok(defaults()),
