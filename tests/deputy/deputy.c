@@ -52,6 +52,8 @@ static const char *ename(int e)
     case ENETUNREACH: return "ENETUNREACH";
     case EADDRINUSE: return "EADDRINUSE";
     case ENODATA: return "ENODATA";
+    case EMFILE: return "EMFILE";
+    case EIO: return "EIO";
     case ENOTDIR: return "ENOTDIR";
     default: {
         static char buf[32];
@@ -450,6 +452,48 @@ static int cmd_xattrrace(int argc, char **argv)
     return 0;
 }
 
+static void *open_loop(void *arg)
+{
+    for (;;) {
+        int fd = open((const char *)arg, O_RDONLY);
+        if (fd >= 0) {
+            char b[64];
+            if (read(fd, b, sizeof b) < 0)
+                break;
+            close(fd);
+        }
+    }
+    return NULL;
+}
+
+/* exitwhileopening PATH THREADS: THREADS threads open and read PATH in a
+ * loop; the main thread calls exit() once they all run. */
+static int cmd_exitwhileopening(int argc, char **argv)
+{
+    if (argc < 4)
+        return 2;
+    int n = atoi(argv[3]);
+    for (int i = 0; i < n; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, open_loop, argv[2]);
+    }
+    usleep(100000);
+    line("exiting ok %d", n);
+    exit(0);
+}
+
+/* fill PATH: opens PATH until an open fails; prints how many and why. */
+static int cmd_fill(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    long n = 0;
+    while (open(argv[2], O_RDONLY) >= 0)
+        n++;
+    line("fill %s %ld", ename(errno), n);
+    return 0;
+}
+
 /* manyfiles DIR N: creates N empty files in DIR; prints how many. */
 static int cmd_manyfiles(int argc, char **argv)
 {
@@ -485,6 +529,10 @@ int main(int argc, char **argv)
         return cmd_tree(argc, argv);
     if (!strcmp(argv[1], "meta"))
         return cmd_meta(argc, argv);
+    if (!strcmp(argv[1], "exitwhileopening"))
+        return cmd_exitwhileopening(argc, argv);
+    if (!strcmp(argv[1], "fill"))
+        return cmd_fill(argc, argv);
     if (!strcmp(argv[1], "manyfiles"))
         return cmd_manyfiles(argc, argv);
     if (!strcmp(argv[1], "bindrace"))

@@ -193,14 +193,27 @@ impl Loop {
         }
     }
 
-    /// Handles every stop and exit that is ready.
+    /// Handles every stop and exit that is ready, in rounds: all that are
+    /// ready are collected first, then handled in turn. Handling them one
+    /// waitpid at a time starved the others: a thread that stops again as
+    /// soon as it is answered (an open loop) was reported first every time,
+    /// while another thread's clone or exit waited, and the program never
+    /// got past it (40 threads opening files while the main one exits).
     fn reap(&mut self) {
         loop {
-            let st = match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) | Err(_) => return,
-                Ok(st) => st,
-            };
-            self.status(st);
+            let mut ready = Vec::new();
+            while let Ok(st) = waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+                if st == WaitStatus::StillAlive {
+                    break;
+                }
+                ready.push(st);
+            }
+            if ready.is_empty() {
+                return;
+            }
+            for st in ready {
+                self.status(st);
+            }
         }
     }
 
@@ -477,6 +490,13 @@ impl Loop {
             .map_err(io::Error::from)?;
             Ok(())
         })();
+        // The datagram waits in sv[1]'s queue: the sending end can go now,
+        // so the fd received takes the slot it held (a table with two free
+        // slots still gets the fd, as an open would).
+        let sent_ok = sent.is_ok();
+        if sent_ok {
+            let _ = inj.call(libc::SYS_close, [sv[0] as u64, 0, 0, 0, 0, 0]);
+        }
         let got = match sent {
             Ok(()) => {
                 // struct msghdr at +16, iovec at +80, 1-byte buffer at +96,
@@ -497,8 +517,12 @@ impl Loop {
                 } else {
                     // cmsghdr { len: u64, level: i32, type: i32 } then the fd.
                     let c: [i32; 5] = sys::read_pod(inj.tid, ctl)?;
+                    let m: [u64; 7] = sys::read_pod(inj.tid, msg)?;
                     if c[2] == libc::SOL_SOCKET && c[3] == libc::SCM_RIGHTS {
                         Ok(c[4])
+                    } else if m[6] as i32 & libc::MSG_CTRUNC != 0 {
+                        // No free slot for the fd: the table is full.
+                        Err(io::Error::from_raw_os_error(libc::EMFILE))
                     } else {
                         Err(io::Error::from_raw_os_error(libc::EIO))
                     }
@@ -506,7 +530,8 @@ impl Loop {
             }
             Err(e) => Err(e),
         };
-        for s in sv {
+        let held = if sent_ok { &sv[1..] } else { &sv[..] };
+        for &s in held {
             let _ = inj.call(libc::SYS_close, [s as u64, 0, 0, 0, 0, 0]);
         }
         // open(2) returns the lowest free fd (shells rely on it: close(0)
