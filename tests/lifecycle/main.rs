@@ -2111,3 +2111,125 @@ fn ids_that_look_like_flags_and_closed_output_pipes() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("NR"));
 }
+
+/// A strict allow-list of 65 syscalls (what busybox `sh`, the probe and runc's
+/// last steps before execve need;
+/// no `pidfd_open`, which cordon's handshake uses), as a profile.
+fn strict_allowlist() -> serde_json::Value {
+    let names: [&str; 65] = [
+        "read",
+        "write",
+        "open",
+        "openat",
+        "close",
+        "stat",
+        "fstat",
+        "lstat",
+        "newfstatat",
+        "statx",
+        "poll",
+        "lseek",
+        "mmap",
+        "mprotect",
+        "munmap",
+        "mremap",
+        "brk",
+        "rt_sigaction",
+        "rt_sigprocmask",
+        "rt_sigreturn",
+        "sigaltstack",
+        "ioctl",
+        "pread64",
+        "readv",
+        "writev",
+        "access",
+        "faccessat2",
+        "pipe",
+        "pipe2",
+        "dup",
+        "dup2",
+        "dup3",
+        "getpid",
+        "getppid",
+        "gettid",
+        "clone",
+        "fork",
+        "vfork",
+        "execve",
+        "exit",
+        "exit_group",
+        "wait4",
+        "kill",
+        "uname",
+        "fcntl",
+        "getcwd",
+        "chdir",
+        "getuid",
+        "getgid",
+        "geteuid",
+        "getegid",
+        "getpgrp",
+        "setpgid",
+        "arch_prctl",
+        "set_tid_address",
+        "set_robust_list",
+        "rseq",
+        "prlimit64",
+        "getrandom",
+        "futex",
+        "readlink",
+        "getdents64",
+        "clock_gettime",
+        "fstatfs",
+        "close_range",
+    ];
+    json!({
+        "defaultAction": "SCMP_ACT_ERRNO",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": names.to_vec(), "action": "SCMP_ACT_ALLOW"}]
+    })
+}
+
+/// Every profile cordon is tested with gives runc's errno for
+/// io_uring_setup, fchmodat2 and a number no kernel has (runc 1.1.5's
+/// ENOSYS stub, libseccomp's handling of names it does not know): Docker's
+/// default (a fixture with moby's structure), podman's (containers-common,
+/// installed with podman), the OCI runtime-tools generator's default and a
+/// strict allow-list; and for clone3 and sendmmsg either runc's or the
+/// ENOSYS of cordon's default policy, which refuses both itself (their
+/// arguments are in memory BPF cannot read; docs/POLICY.md) where a profile
+/// allows them.
+#[test]
+fn each_tested_profile_gives_runcs_errnos() {
+    let podman = std::path::Path::new("/usr/share/containers/seccomp.json");
+    let mut profiles: Vec<(&str, serde_json::Value)> = ["docker-default.json", "runtime-tools-allowlist.json"]
+        .iter()
+        .map(|f| {
+            let text = fs::read_to_string(repo().join("tests/lifecycle/seccomp").join(f)).unwrap();
+            (*f, serde_json::from_str(&text).unwrap())
+        })
+        .collect();
+    profiles.push(("strict allow-list", strict_allowlist()));
+    match fs::read_to_string(podman) {
+        Ok(text) => profiles.push(("podman (containers-common)", serde_json::from_str(&text).unwrap())),
+        Err(e) => eprintln!("{}: {e}: podman's profile not tested", podman.display()),
+    }
+    let nrs = [425, 452, 999, 435, 307];
+    for (name, profile) in profiles {
+        let mut env = Env::busybox(&[]);
+        env.config["linux"]["seccomp"] = profile;
+        let runc = errnos_under(&env, "runc", &nrs);
+        let cordon = errnos_under(&env, "cordon", &nrs);
+        assert_eq!(cordon[..3], runc[..3], "{name}: io_uring_setup, fchmodat2, 999");
+        // clone3 and sendmmsg: the profile's verdict, or the default
+        // policy's own ENOSYS where the profile allows them.
+        for (i, call) in [(3, "clone3"), (4, "sendmmsg")] {
+            assert!(
+                cordon[i] == runc[i] || cordon[i] == "err ENOSYS",
+                "{name}: {call} {} (runc {})",
+                cordon[i],
+                runc[i]
+            );
+        }
+    }
+}
