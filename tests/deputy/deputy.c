@@ -18,12 +18,14 @@
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -53,6 +55,11 @@ static const char *ename(int e)
     case EADDRINUSE: return "EADDRINUSE";
     case ENODATA: return "ENODATA";
     case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case ENOTEMPTY: return "ENOTEMPTY";
+    case EBUSY: return "EBUSY";
+    case EFBIG: return "EFBIG";
+    case ELOOP: return "ELOOP";
     default: {
         static char buf[32];
         snprintf(buf, sizeof buf, "E%d", e);
@@ -468,6 +475,119 @@ static int cmd_manyfiles(int argc, char **argv)
     return 0;
 }
 
+/* Whether PATH exists (lstat) and its type, as one line. */
+static void exists(const char *name, const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        line("%s err %s", name, ename(errno));
+    else
+        line("%s ok %s", name, S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
+}
+
+static volatile sig_atomic_t xfsz;
+static void on_xfsz(int sig)
+{
+    (void)sig;
+    xfsz++;
+}
+
+/* exact DIR tree|chown|fsize: calls whose exact result the kernel defines
+ * for odd paths and flags, run in the empty directory DIR; every result
+ * printed. tree: trailing slashes, ".", ".." and "/", unknown flags and
+ * AT_EMPTY_PATH of the tree-changing calls; chown: fchownat's flags;
+ * fsize: truncate past RLIMIT_FSIZE. */
+static int cmd_exact(int argc, char **argv)
+{
+    if (argc < 4 || chdir(argv[2]) < 0)
+        return 2;
+    const char *part = argv[3];
+    int fd;
+    if ((fd = creat("f", 0644)) < 0)
+        return 2;
+    close(fd);
+    if (creat("g", 0644) < 0 || mkdir("d", 0755) < 0 || mkdir("e", 0755) < 0 || symlink("d", "ld") < 0 ||
+        symlink("f", "lf") < 0 || creat("k", 0644) < 0)
+        return 2;
+    if (!strcmp(part, "chown")) {
+        res("fchownat-bad-flag", fchownat(AT_FDCWD, "k", 0, 0, 0x2));
+        res("fchownat-nofollow", fchownat(AT_FDCWD, "lf", 0, 0, AT_SYMLINK_NOFOLLOW));
+        fd = open("k", O_RDONLY);
+        res("fchownat-empty-path", fchownat(fd, "", 0, 0, AT_EMPTY_PATH));
+        res("fchownat-empty-no-flag", fchownat(fd, "", 0, 0, 0));
+        return 0;
+    }
+    if (!strcmp(part, "fsize")) {
+        signal(SIGXFSZ, on_xfsz);
+        struct rlimit rl = {4096, 4096};
+        if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+            return 2;
+        res("truncate-within", truncate("k", 4096));
+        res("truncate-beyond", truncate("k", 8192));
+        line("sigxfsz ok %d", (int)xfsz);
+        res("truncate-shrink", truncate("k", 10));
+        res("truncate-dir-beyond", truncate("d", 8192));
+        line("sigxfsz-after ok %d", (int)xfsz);
+        exists("after-k", "k");
+        return 0;
+    }
+    if (strcmp(part, "tree"))
+        return 2;
+    /* trailing slashes */
+    res("unlink-file-slash", unlink("f/"));
+    res("unlink-dir-slash", unlink("d/"));
+    res("unlink-linkdir-slash", unlink("ld/"));
+    res("unlink-missing-slash", unlink("nope/"));
+    res("rmdir-file-slash", rmdir("f/"));
+    res("rename-file-slash", rename("g/", "h"));
+    res("rename-to-slash", rename("g", "h/"));
+    res("rename-dir-to-slash", rename("e", "e2/"));
+    res("rename-exchange-slash", syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "g/", RENAME_EXCHANGE));
+    res("symlink-slash", symlink("x", "n/"));
+    res("symlink-exists-slash", symlink("x", "f/"));
+    res("mknod-slash", mknod("n/", S_IFREG | 0644, 0));
+    res("mkdir-slash", mkdir("m/", 0755));
+    res("link-old-slash", link("f/", "n"));
+    res("link-new-slash", link("f", "n/"));
+    res("link-linkdir-slash", link("ld/", "n"));
+    res("linkat-follow-slash", linkat(AT_FDCWD, "lf/", AT_FDCWD, "n", AT_SYMLINK_FOLLOW));
+    exists("after-f", "f");
+    exists("after-g", "g");
+    exists("after-h", "h");
+    exists("after-n", "n");
+    exists("after-e2", "e2");
+    exists("after-m", "m");
+    /* ".", ".." and "/" */
+    res("rmdir-dot", rmdir("."));
+    res("rmdir-dotdot", rmdir(".."));
+    res("rmdir-d-dot", rmdir("d/."));
+    res("rmdir-missing-dot", rmdir("nope/."));
+    res("rmdir-root", rmdir("/"));
+    res("unlink-dot", unlink("."));
+    res("unlink-dotdot", unlink(".."));
+    res("unlinkat-bad-flag", unlinkat(AT_FDCWD, "k", 0x1000));
+    res("rename-dot", rename(".", "x"));
+    res("rename-dotdot", rename("..", "x"));
+    res("rename-to-dot", rename("k", "."));
+    res("rename-to-dot-noreplace", syscall(SYS_renameat2, AT_FDCWD, "k", AT_FDCWD, ".", RENAME_NOREPLACE));
+    res("rename-bad-flag", syscall(SYS_renameat2, AT_FDCWD, "k", AT_FDCWD, "k2", 0x100));
+    res("mkdir-dot", mkdir(".", 0755));
+    res("mkdir-dotdot", mkdir("d/..", 0755));
+    res("symlink-dot", symlink("x", "."));
+    res("link-dot", link(".", "x"));
+    res("link-to-dot", link("k", "d/."));
+    /* flags */
+    res("linkat-bad-flag", linkat(AT_FDCWD, "k", AT_FDCWD, "k3", 0x2));
+    fd = open("k", O_RDONLY);
+    res("linkat-empty-path", linkat(fd, "", AT_FDCWD, "k4", AT_EMPTY_PATH));
+    res("linkat-empty-no-flag", linkat(fd, "", AT_FDCWD, "k5", 0));
+    close(fd);
+    exists("after-k", "k");
+    exists("after-k3", "k3");
+    exists("after-k4", "k4");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -491,5 +611,7 @@ int main(int argc, char **argv)
         return cmd_bindrace(argc, argv);
     if (!strcmp(argv[1], "xattrrace"))
         return cmd_xattrrace(argc, argv);
+    if (!strcmp(argv[1], "exact"))
+        return cmd_exact(argc, argv);
     return 2;
 }

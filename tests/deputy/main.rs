@@ -395,3 +395,51 @@ fn files_the_supervisor_creates_count_against_the_containers_memory() {
         out.status.code()
     );
 }
+
+/// A container running `deputy exact /tmp <part>`, its file syscalls
+/// emulated by the supervisor.
+fn exact_env(part: &str) -> Env {
+    let mut env = env(&["/home/deputy", "exact", "/tmp", part]);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    env
+}
+
+/// Asserts the `expected` lines of `got`, then that runc gives the same.
+fn same_as_runc(env: &Env, got: &BTreeMap<String, String>, expected: &[(&str, &str)]) {
+    for (k, v) in expected {
+        assert_eq!(got.get(*k).map(String::as_str), Some(*v), "{k}: {got:?}");
+    }
+    assert_eq!(got, &runc(env), "cordon and runc differ");
+}
+
+/// The tree-changing calls on odd names give what the kernel gives: a
+/// trailing slash requires a directory (unlink and rename of a file with
+/// one: ENOTDIR, nothing changed; symlink, mknod and link to a new name
+/// with one: ENOENT; mkdir still works), ".", ".." and "/" get each
+/// call's own errno (rmdir EINVAL, ENOTEMPTY, EBUSY; unlink EISDIR; rename
+/// EBUSY), unknown flags EINVAL, and linkat AT_EMPTY_PATH links the fd.
+#[test]
+fn odd_names_in_tree_changes_give_what_the_kernel_gives() {
+    let env = exact_env("tree");
+    let got = cordon(&env);
+    let expected = [
+        ("unlink-file-slash", "err ENOTDIR"),
+        ("after-f", "ok file"),
+        ("rename-file-slash", "err ENOTDIR"),
+        ("after-g", "ok file"),
+        ("symlink-slash", "err ENOENT"),
+        ("mknod-slash", "err ENOENT"),
+        ("link-new-slash", "err ENOENT"),
+        ("mkdir-slash", "ok 0"),
+        ("rmdir-dot", "err EINVAL"),
+        ("rmdir-dotdot", "err ENOTEMPTY"),
+        ("unlink-dot", "err EISDIR"),
+        ("unlink-dotdot", "err EISDIR"),
+        ("rename-dot", "err EBUSY"),
+        ("rename-dotdot", "err EBUSY"),
+        ("mkdir-dot", "err EEXIST"),
+        ("linkat-bad-flag", "err EINVAL"),
+        ("linkat-empty-path", "ok 0"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}

@@ -331,21 +331,61 @@ pub struct Parent {
     pub name: CString,
     /// The entry's path inside the container (parent resolved).
     pub path: String,
+    /// What the final component is (the kernel's `last_type`).
+    pub last: Last,
+    /// The path ended with a slash: the entry must be (or become) a
+    /// directory.
+    pub slash: bool,
 }
 
-/// Resolves the parent of `path` (relative to the caller's `dirfd`).
+/// The kind of a path's final component, as the kernel tells them apart:
+/// only a normal name can be created, removed or renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Last {
+    /// A name.
+    Norm,
+    /// `.`
+    Dot,
+    /// `..`
+    DotDot,
+    /// `/` itself (no final component).
+    Root,
+}
+
+/// Whether `path` ends with a slash after a final component (`a/`, not `/`).
+pub fn trailing_slash(path: &[u8]) -> bool {
+    path.len() > 1 && path.ends_with(b"/") && path.iter().any(|&b| b != b'/')
+}
+
+/// Resolves the parent of `path` (relative to the caller's `dirfd`); "/",
+/// "." and ".." (entries that always exist) give EEXIST.
 pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
+    let p = parent_any(pid, dirfd, path, creds)?;
+    if p.last != Last::Norm {
+        // mkdir -p asks for "/" first and expects EEXIST.
+        return Err(Denied::Errno(libc::EEXIST));
+    }
+    Ok(p)
+}
+
+/// As [`parent`], for any final component: for "/", "." and ".." the
+/// directory holding it is resolved as the kernel resolves it (so its
+/// errors come first) and [`Parent::last`] says which it is; each call
+/// then gives its own errno for them.
+pub fn parent_any(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
     let root = root_of(pid)?;
     let abs = match container_abs(&root, pid, dirfd, path)? {
         Ok(a) => a,
         Err(_) => return Err(Denied::Errno(libc::EPERM)),
     };
+    let slash = trailing_slash(path) || trailing_slash(&abs);
     let (p, name) = split_parent(&abs);
-    if name.is_empty() || name == b"." || name == b".." {
-        // "/", "x/." or "x/..": an entry that always exists (mkdir -p asks
-        // for "/" first and expects EEXIST).
-        return Err(Denied::Errno(libc::EEXIST));
-    }
+    let last = match name {
+        b"" => Last::Root,
+        b"." => Last::Dot,
+        b".." => Last::DotDot,
+        _ => Last::Norm,
+    };
     let pc = cstr(p)?;
     let dir = as_caller(creds, || {
         sys::openat2(
@@ -364,8 +404,10 @@ pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent
     }
     Ok(Parent {
         dir,
-        name: cstr(name)?,
+        name: cstr(if name.is_empty() { b"." } else { name })?,
         path: full.to_string_lossy().into_owned(),
+        last,
+        slash,
     })
 }
 
@@ -449,5 +491,7 @@ mod tests {
         assert_eq!(split_parent(b""), (&b"."[..], &b""[..]));
         assert_eq!(split_parent(b"a"), (&b"."[..], &b"a"[..]));
         assert_eq!(split_parent(b"//a//"), (&b"/"[..], &b"a"[..]));
+        assert!(trailing_slash(b"a/") && trailing_slash(b"/a//"));
+        assert!(!trailing_slash(b"/") && !trailing_slash(b"//") && !trailing_slash(b"a"));
     }
 }
