@@ -443,3 +443,17 @@ fn odd_names_in_tree_changes_give_what_the_kernel_gives() {
     ];
     same_as_runc(&env, &got, &expected);
 }
+
+/// fchownat refuses unknown flags (EINVAL) and with AT_EMPTY_PATH acts on
+/// the fd, as under runc.
+#[test]
+fn fchownat_flags_give_what_the_kernel_gives() {
+    let env = exact_env("chown");
+    let got = cordon(&env);
+    let expected = [
+        ("fchownat-bad-flag", "err EINVAL"),
+        ("fchownat-empty-path", "ok 0"),
+        ("fchownat-empty-no-flag", "err ENOENT"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}

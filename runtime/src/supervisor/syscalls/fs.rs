@@ -328,12 +328,18 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             } else {
                 at(None, 0)
             };
-            let nofollow = match name {
+            let lookup = match name {
                 "lchown" => libc::AT_SYMLINK_NOFOLLOW,
-                "fchownat" => ctx.arg(4) as i32 & libc::AT_SYMLINK_NOFOLLOW,
+                "fchownat" => {
+                    let flags = ctx.arg(4) as i32;
+                    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+                        return Err(Denied::Errno(libc::EINVAL));
+                    }
+                    flags
+                }
                 _ => 0,
             };
-            let fd = object(ctx, dirfd, pi, nofollow, &creds, detail)?;
+            let fd = object(ctx, dirfd, pi, lookup, &creds, detail)?;
             check_write(ctx, detail.as_str())?;
             let link = fd_link(&fd);
             as_caller(&creds, || {
