@@ -457,3 +457,19 @@ fn fchownat_flags_give_what_the_kernel_gives() {
     ];
     same_as_runc(&env, &got, &expected);
 }
+
+/// truncate past the caller's RLIMIT_FSIZE gives EFBIG and SIGXFSZ, as
+/// under runc; shrinking, or staying within it, works.
+#[test]
+fn truncate_honours_the_callers_file_size_limit() {
+    let env = exact_env("fsize");
+    let got = cordon(&env);
+    let expected = [
+        ("truncate-within", "ok 0"),
+        ("truncate-beyond", "err EFBIG"),
+        ("sigxfsz", "ok 1"),
+        ("truncate-shrink", "ok 0"),
+        ("sigxfsz-after", "ok 1"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}

@@ -341,6 +341,9 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             };
             let fd = object(ctx, dirfd, pi, lookup, &creds, detail)?;
             check_write(ctx, detail.as_str())?;
+            if name == "truncate" {
+                file_size_limit(ctx, &fd, ctx.arg(1) as i64, &creds)?;
+            }
             let link = fd_link(&fd);
             as_caller(&creds, || {
                 let r = match name {
@@ -535,4 +538,25 @@ fn rename_names(old: &Parent, new: &Parent, flags: u32, creds: &Creds) -> Result
         return Err(Denied::Errno(libc::ENOTDIR));
     }
     Ok(())
+}
+
+/// truncate(2) past the caller's RLIMIT_FSIZE: the kernel refuses to grow
+/// a regular file beyond it with EFBIG and sends the caller SIGXFSZ, after
+/// the permission checks (which the call itself would make).
+fn file_size_limit(ctx: &Ctx<'_>, fd: &OwnedFd, len: i64, creds: &Creds) -> Result<(), Denied> {
+    let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || len <= st.st_size {
+        return Ok(());
+    }
+    let limit = sys::rlimit_of(ctx.pid(), libc::RLIMIT_FSIZE).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    if limit == libc::RLIM_INFINITY || len as u64 <= limit {
+        return Ok(());
+    }
+    let link = fd_link(fd);
+    as_caller(creds, || {
+        // SAFETY: a NUL-terminated path we own.
+        ok_or_errno(unsafe { libc::faccessat(libc::AT_FDCWD, link.as_ptr(), libc::W_OK, libc::AT_EACCESS) })
+    })?;
+    sys::signal_thread(ctx.pid(), libc::SIGXFSZ).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    Err(Denied::Errno(libc::EFBIG))
 }
