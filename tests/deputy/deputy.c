@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
@@ -485,6 +486,22 @@ static void exists(const char *name, const char *path)
         line("%s ok %s", name, S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
 }
 
+/* openat2 relative to the cwd. */
+static long openat2_(const char *path, unsigned long flags, unsigned long resolve)
+{
+    struct open_how how = {.flags = flags, .mode = 0, .resolve = resolve};
+    return syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+/* An open's result without the fd number (which runtimes may differ on). */
+static long opened(long fd)
+{
+    if (fd < 0)
+        return fd;
+    close(fd);
+    return 0;
+}
+
 static volatile sig_atomic_t xfsz;
 static void on_xfsz(int sig)
 {
@@ -492,11 +509,12 @@ static void on_xfsz(int sig)
     xfsz++;
 }
 
-/* exact DIR tree|chown|fsize: calls whose exact result the kernel defines
+/* exact DIR tree|chown|fsize|open: calls whose exact result the kernel defines
  * for odd paths and flags, run in the empty directory DIR; every result
  * printed. tree: trailing slashes, ".", ".." and "/", unknown flags and
  * AT_EMPTY_PATH of the tree-changing calls; chown: fchownat's flags;
- * fsize: truncate past RLIMIT_FSIZE. */
+ * fsize: truncate past RLIMIT_FSIZE; open: unknown open flags and
+ * resolve bits, RESOLVE_NO_{SYMLINKS,MAGICLINKS} on /proc/self aliases. */
 static int cmd_exact(int argc, char **argv)
 {
     if (argc < 4 || chdir(argv[2]) < 0)
@@ -529,6 +547,26 @@ static int cmd_exact(int argc, char **argv)
         res("truncate-dir-beyond", truncate("d", 8192));
         line("sigxfsz-after ok %d", (int)xfsz);
         exists("after-k", "k");
+        return 0;
+    }
+    if (!strcmp(part, "open")) {
+        res("open-unknown-flag", opened(open("k", O_RDONLY | 0x40000000)));
+        res("openat2-unknown-flag", opened(openat2_("k", O_RDONLY | 0x40000000, 0)));
+        res("openat2-unknown-resolve", opened(openat2_("k", O_RDONLY, 0x40)));
+        res("openat2-beneath-in-root", opened(openat2_("k", O_RDONLY, RESOLVE_BENEATH | RESOLVE_IN_ROOT)));
+        res("openat2-path-rdwr", opened(openat2_("k", O_PATH | O_RDWR, 0)));
+        res("open-path-rdwr", opened(open("k", O_PATH | O_RDWR)));
+        res("openat2-plain", opened(openat2_("k", O_RDONLY, 0)));
+        res("openat2-stdout", opened(openat2_("/dev/stdout", O_RDONLY, 0)));
+        res("openat2-stdout-nosym", opened(openat2_("/dev/stdout", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        res("openat2-stdout-nomagic", opened(openat2_("/dev/stdout", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-fd-nomagic", opened(openat2_("/proc/self/fd/1", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-fd-nosym", opened(openat2_("/proc/self/fd/1", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        res("openat2-fd", opened(openat2_("/proc/self/fd/1", O_RDONLY, 0)));
+        res("openat2-self-nosym", opened(openat2_("/proc/self/status", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        res("openat2-self-nomagic", opened(openat2_("/proc/self/status", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-cwd-nomagic", opened(openat2_("/proc/self/cwd/k", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-lf-nosym", opened(openat2_("lf", O_RDONLY, RESOLVE_NO_SYMLINKS)));
         return 0;
     }
     if (strcmp(part, "tree"))

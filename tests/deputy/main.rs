@@ -473,3 +473,27 @@ fn truncate_honours_the_callers_file_size_limit() {
     ];
     same_as_runc(&env, &got, &expected);
 }
+
+/// The open family's flags as the kernel takes them: open(2) ignores
+/// unknown flags, openat2(2) refuses unknown flags and `resolve` bits
+/// (EINVAL), and RESOLVE_NO_SYMLINKS / RESOLVE_NO_MAGICLINKS refuse the
+/// `/dev/stdout` and `/proc/self` aliases the supervisor rewrites (ELOOP),
+/// as under runc.
+#[test]
+fn open_flags_and_resolve_bits_give_what_the_kernel_gives() {
+    let env = exact_env("open");
+    let got = cordon(&env);
+    let expected = [
+        ("open-unknown-flag", "ok 0"),
+        ("openat2-unknown-flag", "err EINVAL"),
+        ("openat2-unknown-resolve", "err EINVAL"),
+        ("openat2-stdout", "ok 0"),
+        ("openat2-stdout-nosym", "err ELOOP"),
+        ("openat2-stdout-nomagic", "err ELOOP"),
+        ("openat2-fd-nomagic", "err ELOOP"),
+        ("openat2-fd", "ok 0"),
+        ("openat2-self-nosym", "err ELOOP"),
+        ("openat2-self-nomagic", "ok 0"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}

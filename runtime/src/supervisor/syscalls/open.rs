@@ -109,10 +109,14 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
                 sys::read_mem(pid, at, rest).map_err(|_| libc::EFAULT)?;
             }
             let how = OpenHow::from_bytes(&raw)?;
+            how.check()?;
             (ctx.arg(0) as i32, ctx.arg(1), how.flags, how.mode, how.resolve)
         }
         _ => return Err(libc::ENOSYS),
     };
+    // open(2) and openat(2) ignore flags they do not know (openat2 refuses
+    // them, above), and O_PATH keeps only the flags it understands.
+    let flags = if name == "openat2" { flags } else { legacy_flags(flags) };
     let path = sys::read_cstring(pid, ptr, PATH_MAX).map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))?;
     if path.is_empty() {
         return Err(libc::ENOENT);
@@ -138,6 +142,44 @@ pub fn open_mode(openat2: bool, flags: u64, mode: u64) -> Result<u64, i32> {
         Err(libc::EINVAL)
     } else {
         Ok(0)
+    }
+}
+
+/// The open flags the kernel knows (its `VALID_OPEN_FLAGS`).
+pub const VALID_OPEN_FLAGS: u64 = (libc::O_ACCMODE
+    | libc::O_CREAT
+    | libc::O_EXCL
+    | libc::O_NOCTTY
+    | libc::O_TRUNC
+    | libc::O_APPEND
+    | libc::O_NONBLOCK
+    | libc::O_DSYNC
+    | libc::O_ASYNC
+    | libc::O_DIRECT
+    | 0o100000 // the kernel's O_LARGEFILE (0 in the x86-64 libc headers)
+    | libc::O_DIRECTORY
+    | libc::O_NOFOLLOW
+    | libc::O_NOATIME
+    | libc::O_CLOEXEC
+    | libc::O_PATH
+    | libc::O_TMPFILE
+    | libc::O_SYNC) as u64;
+/// The flags O_PATH keeps (the kernel's `O_PATH_FLAGS`).
+const O_PATH_FLAGS: u64 = (libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_PATH | libc::O_CLOEXEC) as u64;
+/// openat2's RESOLVE_CACHED (Linux 5.12).
+const RESOLVE_CACHED: u64 = 0x20;
+/// The `RESOLVE_*` flags the kernel knows.
+pub const VALID_RESOLVE: u64 =
+    RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_CACHED;
+
+/// open(2)'s and openat(2)'s flags as the kernel takes them: unknown bits
+/// dropped, and only [`O_PATH_FLAGS`] with O_PATH (build_open_how).
+pub fn legacy_flags(flags: u64) -> u64 {
+    let flags = flags & VALID_OPEN_FLAGS & 0xffff_ffff;
+    if flags & libc::O_PATH as u64 != 0 {
+        flags & O_PATH_FLAGS
+    } else {
+        flags
     }
 }
 
@@ -190,6 +232,21 @@ impl OpenHow {
             resolve: u64_at(16),
         })
     }
+
+    /// What openat2(2) refuses with EINVAL before any lookup: unknown
+    /// flags or `resolve` bits, O_PATH with flags it does not take, and
+    /// RESOLVE_BENEATH with RESOLVE_IN_ROOT.
+    pub fn check(&self) -> Result<(), i32> {
+        let both = RESOLVE_BENEATH | RESOLVE_IN_ROOT;
+        if self.flags & !VALID_OPEN_FLAGS != 0
+            || self.resolve & !VALID_RESOLVE != 0
+            || self.resolve & both == both
+            || (self.flags & libc::O_PATH as u64 != 0 && self.flags & !O_PATH_FLAGS != 0)
+        {
+            return Err(libc::EINVAL);
+        }
+        Ok(())
+    }
 }
 
 enum Done {
@@ -215,6 +272,9 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         copy = dir_copy(pid, req.dirfd)?;
         (copy.as_fd(), req.path.clone())
     } else {
+        if req.resolve & (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) != 0 {
+            no_links(root, pid, req)?;
+        }
         let abs = match container_abs(root, pid, req.dirfd, &req.path)? {
             Ok(abs) => abs,
             Err(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
@@ -246,6 +306,20 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
             Err(e) => Err(e.into()),
         })
     })?
+}
+
+/// RESOLVE_NO_SYMLINKS and RESOLVE_NO_MAGICLINKS on the aliases the
+/// supervisor rewrites itself: `/proc/self`, `/dev/stdin`, `/dev/fd` and
+/// the others are symlinks (ELOOP with RESOLVE_NO_SYMLINKS), and the
+/// caller's own `/proc/<pid>/{fd/N,exe,cwd,root}` are magic links (ELOOP
+/// with either).
+fn no_links(root: &Root, pid: i32, req: &Request) -> Result<(), Denied> {
+    let abs = absolute(root, pid, req.dirfd, &req.path)?;
+    let rewritten = rewrite_proc_self(pid, &abs);
+    if (req.resolve & RESOLVE_NO_SYMLINKS != 0 && rewritten != abs) || own_magic_link(pid, &rewritten).is_some() {
+        return Err(Denied::Errno(libc::ELOOP));
+    }
+    Ok(())
 }
 
 /// The decision on an existing object found by the lookup, then its reopen
@@ -458,6 +532,27 @@ mod tests {
         assert_eq!(OpenHow::from_bytes(&ext), Err(libc::E2BIG));
         assert_eq!(OpenHow::from_bytes(&vec![0; 4097]), Err(libc::E2BIG));
         assert_eq!(OpenHow::check_size(4096), Ok(()));
+    }
+
+    #[test]
+    fn kernel_flag_checks() {
+        let how = |flags: i32, resolve: u64| OpenHow {
+            flags: flags as u64,
+            mode: 0,
+            resolve,
+        };
+        assert_eq!(how(libc::O_RDONLY, 0).check(), Ok(()));
+        assert_eq!(how(libc::O_RDWR | 0o100000, RESOLVE_CACHED).check(), Ok(()));
+        assert_eq!(how(0x4000_0000, 0).check(), Err(libc::EINVAL));
+        assert_eq!(how(0, 0x40).check(), Err(libc::EINVAL));
+        assert_eq!(how(0, RESOLVE_BENEATH | RESOLVE_IN_ROOT).check(), Err(libc::EINVAL));
+        assert_eq!(how(libc::O_PATH | libc::O_RDWR, 0).check(), Err(libc::EINVAL));
+        assert_eq!(legacy_flags(0x4000_0000 | libc::O_RDWR as u64), libc::O_RDWR as u64);
+        assert_eq!(
+            legacy_flags((libc::O_PATH | libc::O_RDWR | libc::O_NOFOLLOW) as u64),
+            (libc::O_PATH | libc::O_NOFOLLOW) as u64
+        );
+        assert_eq!(legacy_flags(1 << 40), 0);
     }
 
     #[test]
