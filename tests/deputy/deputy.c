@@ -509,12 +509,13 @@ static void on_xfsz(int sig)
     xfsz++;
 }
 
-/* exact DIR tree|chown|fsize|open: calls whose exact result the kernel defines
+/* exact DIR tree|chown|fsize|open|deleted: calls whose exact result the kernel defines
  * for odd paths and flags, run in the empty directory DIR; every result
  * printed. tree: trailing slashes, ".", ".." and "/", unknown flags and
  * AT_EMPTY_PATH of the tree-changing calls; chown: fchownat's flags;
  * fsize: truncate past RLIMIT_FSIZE; open: unknown open flags and
- * resolve bits, RESOLVE_NO_{SYMLINKS,MAGICLINKS} on /proc/self aliases. */
+ * resolve bits, RESOLVE_NO_{SYMLINKS,MAGICLINKS} on /proc/self aliases;
+ * deleted: relative paths from a deleted working directory. */
 static int cmd_exact(int argc, char **argv)
 {
     if (argc < 4 || chdir(argv[2]) < 0)
@@ -567,6 +568,36 @@ static int cmd_exact(int argc, char **argv)
         res("openat2-self-nomagic", opened(openat2_("/proc/self/status", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
         res("openat2-cwd-nomagic", opened(openat2_("/proc/self/cwd/k", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
         res("openat2-lf-nosym", opened(openat2_("lf", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        return 0;
+    }
+    if (!strcmp(part, "deleted")) {
+        struct stat st;
+        /* What the deleted directory's readlink'd name would reach. */
+        if (mkdir("dd (deleted)", 0755) < 0 || creat("dd (deleted)/z", 0644) < 0)
+            return 2;
+        if (mkdir("dd", 0755) < 0 || chdir("dd") < 0 || rmdir("../dd") < 0)
+            return 2;
+        res("open-dot", opened(open(".", O_RDONLY | O_DIRECTORY)));
+        res("openat2-dot", opened(openat2_(".", O_RDONLY, 0)));
+        res("open-dot-slash-dot", opened(open("./.", O_RDONLY)));
+        res("open-cwd-link", opened(open("/proc/self/cwd", O_RDONLY)));
+        res("open-z", opened(open("z", O_RDONLY)));
+        res("open-create", opened(open("new", O_CREAT | O_WRONLY, 0644)));
+        res("stat-dot", stat(".", &st) < 0 ? -1 : (long)st.st_nlink);
+        res("stat-z", stat("z", &st));
+        res("stat-dotdot-k", stat("../k", &st));
+        res("open-dotdot", opened(open("..", O_RDONLY)));
+        res("mkdir-x", mkdir("x", 0755));
+        res("mkdir-dot", mkdir(".", 0755));
+        res("rmdir-dot", rmdir("."));
+        res("unlink-z", unlink("z"));
+        res("symlink-new", symlink("x", "new"));
+        res("chmod-dot", chmod(".", 0700));
+        res("access-dot", access(".", W_OK));
+        if (chdir("..") < 0)
+            return 2;
+        exists("after-z", "dd (deleted)/z");
+        exists("after-new", "dd (deleted)/new");
         return 0;
     }
     if (strcmp(part, "tree"))

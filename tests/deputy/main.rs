@@ -497,3 +497,28 @@ fn open_flags_and_resolve_bits_give_what_the_kernel_gives() {
     ];
     same_as_runc(&env, &got, &expected);
 }
+
+/// Relative paths from a deleted working directory are walked from the
+/// directory itself, not from its readlink'd name ("/tmp/dd (deleted)",
+/// which may exist): "." opens it, ".." its former parent, any other name
+/// is missing and nothing can be created there (ENOENT), as under runc.
+#[test]
+fn a_deleted_working_directory_is_resolved_as_the_kernel_does() {
+    let env = exact_env("deleted");
+    let got = cordon(&env);
+    let expected = [
+        ("open-dot", "ok 0"),
+        ("openat2-dot", "ok 0"),
+        ("open-z", "err ENOENT"),
+        ("open-create", "err ENOENT"),
+        ("stat-dot", "ok 0"),
+        ("stat-dotdot-k", "ok 0"),
+        ("mkdir-x", "err ENOENT"),
+        ("mkdir-dot", "err EEXIST"),
+        ("rmdir-dot", "err EINVAL"),
+        ("unlink-z", "err ENOENT"),
+        ("after-z", "ok file"),
+        ("after-new", "err ENOENT"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}

@@ -277,7 +277,13 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         }
         let abs = match container_abs(root, pid, req.dirfd, &req.path)? {
             Ok(abs) => abs,
-            Err(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
+            Err(Magic::Fd(n)) => {
+                let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+                let copy = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::ENOENT))?;
+                return reopen_fd(ctx, req, copy, &creds);
+            }
+            // A deleted directory itself (its "."): reopened from our copy.
+            Err(Magic::Deleted(d)) => return reopen_fd(ctx, req, dir_copy(pid, d)?, &creds),
             Err(_) => return reopen_exe(ctx, req, &creds),
         };
         (root.as_fd(), abs)
@@ -314,7 +320,10 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
 /// caller's own `/proc/<pid>/{fd/N,exe,cwd,root}` are magic links (ELOOP
 /// with either).
 fn no_links(root: &Root, pid: i32, req: &Request) -> Result<(), Denied> {
-    let abs = absolute(root, pid, req.dirfd, &req.path)?;
+    let Ok(abs) = absolute(root, pid, req.dirfd, &req.path)? else {
+        // A deleted directory itself: no link on the way.
+        return Ok(());
+    };
     let rewritten = rewrite_proc_self(pid, &abs);
     if (req.resolve & RESOLVE_NO_SYMLINKS != 0 && rewritten != abs) || own_magic_link(pid, &rewritten).is_some() {
         return Err(Denied::Errno(libc::ELOOP));
@@ -443,12 +452,11 @@ fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denie
     Ok(Done::Fd(fd))
 }
 
-/// A reopen of the caller's own fd through `/proc/self/fd/N`: done on a
-/// pidfd_getfd copy, after checking the path of the object it refers to.
-fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32, creds: &Creds) -> Result<Done, Denied> {
+/// A reopen of an object the caller holds (its own fd through
+/// `/proc/self/fd/N`, or its deleted cwd or dirfd): done on our `copy`
+/// (pidfd_getfd), after checking the path of the object it refers to.
+fn reopen_fd(ctx: &Ctx<'_>, req: &Request, copy: OwnedFd, creds: &Creds) -> Result<Done, Denied> {
     let pid = ctx.pid();
-    let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
-    let copy = sys::pidfd_getfd(pidfd.as_fd(), fdnum).map_err(|_| Denied::Errno(libc::ENOENT))?;
     let root = root_of(pid)?;
     let path = container_path(&root, &copy)?;
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
