@@ -509,13 +509,14 @@ static void on_xfsz(int sig)
     xfsz++;
 }
 
-/* exact DIR tree|chown|fsize|open|deleted: calls whose exact result the kernel defines
+/* exact DIR tree|chown|fsize|open|deleted|create: calls whose exact result the kernel defines
  * for odd paths and flags, run in the empty directory DIR; every result
  * printed. tree: trailing slashes, ".", ".." and "/", unknown flags and
  * AT_EMPTY_PATH of the tree-changing calls; chown: fchownat's flags;
  * fsize: truncate past RLIMIT_FSIZE; open: unknown open flags and
  * resolve bits, RESOLVE_NO_{SYMLINKS,MAGICLINKS} on /proc/self aliases;
- * deleted: relative paths from a deleted working directory. */
+ * deleted: relative paths from a deleted working directory; create:
+ * O_CREAT and lsetxattr on names with a trailing slash. */
 static int cmd_exact(int argc, char **argv)
 {
     if (argc < 4 || chdir(argv[2]) < 0)
@@ -568,6 +569,23 @@ static int cmd_exact(int argc, char **argv)
         res("openat2-self-nomagic", opened(openat2_("/proc/self/status", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
         res("openat2-cwd-nomagic", opened(openat2_("/proc/self/cwd/k", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
         res("openat2-lf-nosym", opened(openat2_("lf", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        return 0;
+    }
+    if (!strcmp(part, "create")) {
+        if (symlink("n2/", "ln") < 0)
+            return 2;
+        res("creat-slash", opened(open("n/", O_CREAT | O_WRONLY, 0644)));
+        res("creat-file-slash", opened(open("f/", O_CREAT | O_WRONLY, 0644)));
+        res("creat-dir-slash", opened(open("d/", O_CREAT | O_RDONLY, 0644)));
+        res("creat-dir", opened(open("d", O_CREAT | O_RDONLY, 0644)));
+        res("creat-dot", opened(open(".", O_CREAT | O_RDONLY, 0644)));
+        res("creat-dir-excl", opened(open("d", O_CREAT | O_EXCL | O_RDONLY, 0644)));
+        res("creat-missing-parent-slash", opened(open("nope/n/", O_CREAT | O_WRONLY, 0644)));
+        res("creat-via-link-slash", opened(open("ln", O_CREAT | O_WRONLY, 0644)));
+        res("lsetxattr-file-slash", lsetxattr("f/", "user.a", "1", 1, 0));
+        res("lsetxattr-linkfile-slash", lsetxattr("lf/", "user.a", "1", 1, 0));
+        exists("after-n", "n");
+        exists("after-n2", "n2");
         return 0;
     }
     if (!strcmp(part, "deleted")) {

@@ -522,3 +522,23 @@ fn a_deleted_working_directory_is_resolved_as_the_kernel_does() {
     ];
     same_as_runc(&env, &got, &expected);
 }
+
+/// O_CREAT with a trailing slash, or on a directory, gives EISDIR (the
+/// name is never created, also through a symlink to "n2/"), and lsetxattr
+/// follows a name with a trailing slash (ENOTDIR on a file), as under runc.
+#[test]
+fn creating_opens_and_lsetxattr_honour_a_trailing_slash() {
+    let env = exact_env("create");
+    let got = cordon(&env);
+    let expected = [
+        ("creat-slash", "err EISDIR"),
+        ("creat-file-slash", "err EISDIR"),
+        ("creat-dir", "err EISDIR"),
+        ("creat-dot", "err EISDIR"),
+        ("creat-via-link-slash", "err EISDIR"),
+        ("lsetxattr-file-slash", "err ENOTDIR"),
+        ("after-n", "err ENOENT"),
+        ("after-n2", "err ENOENT"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}

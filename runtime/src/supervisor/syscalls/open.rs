@@ -306,7 +306,13 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
         Ok(match sys::openat2(base, &target, lookup, 0, resolve) {
             Ok(found) => decide_and_reopen(pid, root, found, req, &creds, policy, creating, may_block),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && creating => {
+            // "f/" of an existing non-directory: create gives the
+            // kernel's EISDIR (after its parent's errors).
+            Err(e)
+                if creating
+                    && (e.raw_os_error() == Some(libc::ENOENT)
+                        || (e.raw_os_error() == Some(libc::ENOTDIR) && trailing_slash(target.to_bytes()))) =>
+            {
                 create(root, base, &target, req, &creds, policy, resolve)
             }
             Err(e) => Err(e.into()),
@@ -347,6 +353,11 @@ fn decide_and_reopen(
     if creating && req.flags as i32 & libc::O_EXCL != 0 {
         return Err(Denied::Errno(libc::EEXIST));
     }
+    let st = nix::sys::stat::fstat(found.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+    if creating && st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+        // O_CREAT never opens a directory ("d", "d/", ".").
+        return Err(Denied::Errno(libc::EISDIR));
+    }
     let path = container_path(root, &found)?;
     if !policy.allows_open(&path.to_string_lossy(), req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
@@ -355,7 +366,6 @@ fn decide_and_reopen(
         // seccomp cannot install O_PATH fds (ADDFD refuses them).
         return Ok(Done::Continue);
     }
-    let st = nix::sys::stat::fstat(found.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     if st.st_mode & libc::S_IFMT == libc::S_IFIFO && req.flags as i32 & libc::O_NONBLOCK == 0 && !may_block {
         return Ok(Done::MayBlock);
     }
@@ -395,6 +405,11 @@ fn create(
         let parent = cstr(parent)?;
         let dir_flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
         let dir = sys::openat2(base, &parent, dir_flags, 0, resolve)?;
+        if trailing_slash(&cur) {
+            // "n/" (or a symlink to it) asks for a directory, which
+            // O_CREAT does not make.
+            return Err(Denied::Errno(libc::EISDIR));
+        }
         let dir_path = container_path(root, &dir)?;
         let place = if dir_path.as_os_str().as_bytes() == b"/" {
             Path::new("/").join(OsStr::from_bytes(name))
