@@ -638,6 +638,13 @@ static int cmd_exact(int argc, char **argv)
     res("link-new-slash", link("f", "n/"));
     res("link-linkdir-slash", link("ld/", "n"));
     res("linkat-follow-slash", linkat(AT_FDCWD, "lf/", AT_FDCWD, "n", AT_SYMLINK_FOLLOW));
+    /* on a read-only mount (the probe's own, /home) */
+    res("ro-unlink-slash", unlink("/home/deputy/"));
+    res("ro-unlink-missing-slash", unlink("/home/nope/"));
+    res("ro-symlink-slash", symlink("x", "/home/deputy/"));
+    res("ro-symlink-missing-slash", symlink("x", "/home/nope/"));
+    res("ro-mkdir-missing-slash", mkdir("/home/nope/", 0755));
+    res("ro-rename-slash", rename("/home/deputy/", "/home/x"));
     exists("after-f", "f");
     exists("after-g", "g");
     exists("after-h", "h");

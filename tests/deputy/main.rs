@@ -440,6 +440,8 @@ fn odd_names_in_tree_changes_give_what_the_kernel_gives() {
         ("mkdir-dot", "err EEXIST"),
         ("linkat-bad-flag", "err EINVAL"),
         ("linkat-empty-path", "ok 0"),
+        ("ro-unlink-slash", "err EROFS"),
+        ("ro-symlink-missing-slash", "err ENOENT"),
     ];
     same_as_runc(&env, &got, &expected);
 }
