@@ -608,6 +608,8 @@ static int cmd_exact(int argc, char **argv)
         res("mkdir-x", mkdir("x", 0755));
         res("mkdir-dot", mkdir(".", 0755));
         res("rmdir-dot", rmdir("."));
+        res("rmdir-dotdot", rmdir(".."));
+        res("unlink-dotdot", unlink(".."));
         res("unlink-z", unlink("z"));
         res("symlink-new", symlink("x", "new"));
         res("chmod-dot", chmod(".", 0700));

@@ -518,6 +518,7 @@ fn a_deleted_working_directory_is_resolved_as_the_kernel_does() {
         ("mkdir-x", "err ENOENT"),
         ("mkdir-dot", "err EEXIST"),
         ("rmdir-dot", "err EINVAL"),
+        ("rmdir-dotdot", "err ENOTEMPTY"),
         ("unlink-z", "err ENOENT"),
         ("after-z", "ok file"),
         ("after-new", "err ENOENT"),

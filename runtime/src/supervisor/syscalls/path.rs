@@ -446,11 +446,17 @@ pub fn parent_any(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Pa
     };
     let slash = trailing_slash(path) || trailing_slash(&abs);
     let (p, name) = split_parent(&abs);
-    let last = match name {
+    let kind = |name: &[u8]| match name {
         b"" => Last::Root,
         b"." => Last::Dot,
         b".." => Last::DotDot,
         _ => Last::Norm,
+    };
+    // The caller's own final component says what it is: ".." from a
+    // deleted directory comes back as "<parent>/.".
+    let last = match kind(split_parent(path).1) {
+        Last::Norm => kind(name),
+        l => l,
     };
     let pc = cstr(p)?;
     let dir = as_caller(creds, || {
