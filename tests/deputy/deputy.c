@@ -599,6 +599,9 @@ static int cmd_exact(int argc, char **argv)
         res("openat2-dot", opened(openat2_(".", O_RDONLY, 0)));
         res("open-dot-slash-dot", opened(open("./.", O_RDONLY)));
         res("open-cwd-link", opened(open("/proc/self/cwd", O_RDONLY)));
+        res("open-dot-path", opened(open(".", O_PATH)));
+        res("open-fd-path", opened(open("/proc/self/fd/1", O_PATH)));
+        res("open-exe-path", opened(open("/proc/self/exe", O_PATH)));
         res("open-z", opened(open("z", O_RDONLY)));
         res("open-create", opened(open("new", O_CREAT | O_WRONLY, 0644)));
         res("stat-dot", stat(".", &st) < 0 ? -1 : (long)st.st_nlink);

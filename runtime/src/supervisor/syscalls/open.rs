@@ -464,6 +464,10 @@ fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denie
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
+    if req.flags & libc::O_PATH as u64 != 0 {
+        // ADDFD cannot install an O_PATH fd (see decide_and_reopen).
+        return Ok(Done::Continue);
+    }
     Ok(Done::Fd(fd))
 }
 
@@ -476,6 +480,11 @@ fn reopen_fd(ctx: &Ctx<'_>, req: &Request, copy: OwnedFd, creds: &Creds) -> Resu
     let path = container_path(&root, &copy)?;
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
+    }
+    if req.flags & libc::O_PATH as u64 != 0 {
+        // ADDFD cannot install an O_PATH fd (see decide_and_reopen): the
+        // kernel opens the caller's own object itself.
+        return Ok(Done::Continue);
     }
     let st = nix::sys::stat::fstat(copy.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     check_device(pid, &st, req.flags)?;
