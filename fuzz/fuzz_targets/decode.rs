@@ -72,7 +72,7 @@ fn paths(path: &[u8]) {
             match magic {
                 Magic::Cwd(rest) => assert!(!rest.is_empty()),
                 Magic::FdPath(_, rest) => assert!(!rest.iter().all(|&b| b == b'/')),
-                Magic::Fd(_) | Magic::Exe | Magic::Root(_) => {}
+                Magic::Fd(_) | Magic::Exe | Magic::Root(_) | Magic::Deleted(_) => {}
             }
         }
     }

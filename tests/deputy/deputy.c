@@ -14,16 +14,19 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -55,6 +58,11 @@ static const char *ename(int e)
     case EMFILE: return "EMFILE";
     case EIO: return "EIO";
     case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case ENOTEMPTY: return "ENOTEMPTY";
+    case EBUSY: return "EBUSY";
+    case EFBIG: return "EFBIG";
+    case ELOOP: return "ELOOP";
     default: {
         static char buf[32];
         snprintf(buf, sizeof buf, "E%d", e);
@@ -512,6 +520,217 @@ static int cmd_manyfiles(int argc, char **argv)
     return 0;
 }
 
+/* Whether PATH exists (lstat) and its type, as one line. */
+static void exists(const char *name, const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        line("%s err %s", name, ename(errno));
+    else
+        line("%s ok %s", name, S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
+}
+
+/* openat2 relative to the cwd. */
+static long openat2_(const char *path, unsigned long flags, unsigned long resolve)
+{
+    struct open_how how = {.flags = flags, .mode = 0, .resolve = resolve};
+    return syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+/* An open's result without the fd number (which runtimes may differ on). */
+static long opened(long fd)
+{
+    if (fd < 0)
+        return fd;
+    close(fd);
+    return 0;
+}
+
+static volatile sig_atomic_t xfsz;
+static void on_xfsz(int sig)
+{
+    (void)sig;
+    xfsz++;
+}
+
+/* exact DIR tree|chown|fsize|open|deleted|create: calls whose exact result the kernel defines
+ * for odd paths and flags, run in the empty directory DIR; every result
+ * printed. tree: trailing slashes, ".", ".." and "/", unknown flags and
+ * AT_EMPTY_PATH of the tree-changing calls; chown: fchownat's flags;
+ * fsize: truncate past RLIMIT_FSIZE; open: unknown open flags and
+ * resolve bits, RESOLVE_NO_{SYMLINKS,MAGICLINKS} on /proc/self aliases;
+ * deleted: relative paths from a deleted working directory; create:
+ * O_CREAT and lsetxattr on names with a trailing slash. */
+static int cmd_exact(int argc, char **argv)
+{
+    if (argc < 4 || chdir(argv[2]) < 0)
+        return 2;
+    const char *part = argv[3];
+    int fd;
+    if ((fd = creat("f", 0644)) < 0)
+        return 2;
+    close(fd);
+    if (creat("g", 0644) < 0 || mkdir("d", 0755) < 0 || mkdir("e", 0755) < 0 || symlink("d", "ld") < 0 ||
+        symlink("f", "lf") < 0 || creat("k", 0644) < 0)
+        return 2;
+    if (!strcmp(part, "chown")) {
+        res("fchownat-bad-flag", fchownat(AT_FDCWD, "k", 0, 0, 0x2));
+        res("fchownat-nofollow", fchownat(AT_FDCWD, "lf", 0, 0, AT_SYMLINK_NOFOLLOW));
+        fd = open("k", O_RDONLY);
+        res("fchownat-empty-path", fchownat(fd, "", 0, 0, AT_EMPTY_PATH));
+        res("fchownat-empty-no-flag", fchownat(fd, "", 0, 0, 0));
+        return 0;
+    }
+    if (!strcmp(part, "fsize")) {
+        signal(SIGXFSZ, on_xfsz);
+        struct rlimit rl = {4096, 4096};
+        if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+            return 2;
+        res("truncate-within", truncate("k", 4096));
+        res("truncate-beyond", truncate("k", 8192));
+        line("sigxfsz ok %d", (int)xfsz);
+        res("truncate-shrink", truncate("k", 10));
+        res("truncate-dir-beyond", truncate("d", 8192));
+        line("sigxfsz-after ok %d", (int)xfsz);
+        exists("after-k", "k");
+        return 0;
+    }
+    if (!strcmp(part, "open")) {
+        res("open-unknown-flag", opened(open("k", O_RDONLY | 0x40000000)));
+        res("openat2-unknown-flag", opened(openat2_("k", O_RDONLY | 0x40000000, 0)));
+        res("openat2-unknown-resolve", opened(openat2_("k", O_RDONLY, 0x40)));
+        res("openat2-beneath-in-root", opened(openat2_("k", O_RDONLY, RESOLVE_BENEATH | RESOLVE_IN_ROOT)));
+        res("openat2-path-rdwr", opened(openat2_("k", O_PATH | O_RDWR, 0)));
+        res("open-path-rdwr", opened(open("k", O_PATH | O_RDWR)));
+        res("openat2-plain", opened(openat2_("k", O_RDONLY, 0)));
+        res("openat2-stdout", opened(openat2_("/dev/stdout", O_RDONLY, 0)));
+        res("openat2-stdout-nosym", opened(openat2_("/dev/stdout", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        res("openat2-stdout-nomagic", opened(openat2_("/dev/stdout", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-fd-nomagic", opened(openat2_("/proc/self/fd/1", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-fd-nosym", opened(openat2_("/proc/self/fd/1", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        res("openat2-fd", opened(openat2_("/proc/self/fd/1", O_RDONLY, 0)));
+        res("openat2-self-nosym", opened(openat2_("/proc/self/status", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        res("openat2-self-nomagic", opened(openat2_("/proc/self/status", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-cwd-nomagic", opened(openat2_("/proc/self/cwd/k", O_RDONLY, RESOLVE_NO_MAGICLINKS)));
+        res("openat2-lf-nosym", opened(openat2_("lf", O_RDONLY, RESOLVE_NO_SYMLINKS)));
+        return 0;
+    }
+    if (!strcmp(part, "create")) {
+        if (symlink("n2/", "ln") < 0)
+            return 2;
+        res("creat-slash", opened(open("n/", O_CREAT | O_WRONLY, 0644)));
+        res("creat-file-slash", opened(open("f/", O_CREAT | O_WRONLY, 0644)));
+        res("creat-dir-slash", opened(open("d/", O_CREAT | O_RDONLY, 0644)));
+        res("creat-dir", opened(open("d", O_CREAT | O_RDONLY, 0644)));
+        res("creat-dot", opened(open(".", O_CREAT | O_RDONLY, 0644)));
+        res("creat-dir-excl", opened(open("d", O_CREAT | O_EXCL | O_RDONLY, 0644)));
+        res("creat-missing-parent-slash", opened(open("nope/n/", O_CREAT | O_WRONLY, 0644)));
+        res("creat-via-link-slash", opened(open("ln", O_CREAT | O_WRONLY, 0644)));
+        res("lsetxattr-file-slash", lsetxattr("f/", "user.a", "1", 1, 0));
+        res("lsetxattr-linkfile-slash", lsetxattr("lf/", "user.a", "1", 1, 0));
+        exists("after-n", "n");
+        exists("after-n2", "n2");
+        return 0;
+    }
+    if (!strcmp(part, "deleted")) {
+        struct stat st;
+        /* What the deleted directory's readlink'd name would reach. */
+        if (mkdir("dd (deleted)", 0755) < 0 || creat("dd (deleted)/z", 0644) < 0)
+            return 2;
+        if (mkdir("dd", 0755) < 0 || chdir("dd") < 0 || rmdir("../dd") < 0)
+            return 2;
+        res("open-dot", opened(open(".", O_RDONLY | O_DIRECTORY)));
+        res("openat2-dot", opened(openat2_(".", O_RDONLY, 0)));
+        res("open-dot-slash-dot", opened(open("./.", O_RDONLY)));
+        res("open-cwd-link", opened(open("/proc/self/cwd", O_RDONLY)));
+        res("open-dot-path", opened(open(".", O_PATH)));
+        res("open-fd-path", opened(open("/proc/self/fd/1", O_PATH)));
+        res("open-exe-path", opened(open("/proc/self/exe", O_PATH)));
+        res("open-z", opened(open("z", O_RDONLY)));
+        res("open-create", opened(open("new", O_CREAT | O_WRONLY, 0644)));
+        res("stat-dot", stat(".", &st) < 0 ? -1 : (long)st.st_nlink);
+        res("stat-z", stat("z", &st));
+        res("stat-dotdot-k", stat("../k", &st));
+        res("open-dotdot", opened(open("..", O_RDONLY)));
+        res("mkdir-x", mkdir("x", 0755));
+        res("mkdir-dot", mkdir(".", 0755));
+        res("rmdir-dot", rmdir("."));
+        res("rmdir-dotdot", rmdir(".."));
+        res("unlink-dotdot", unlink(".."));
+        res("unlink-z", unlink("z"));
+        res("symlink-new", symlink("x", "new"));
+        res("chmod-dot", chmod(".", 0700));
+        res("access-dot", access(".", W_OK));
+        if (chdir("..") < 0)
+            return 2;
+        exists("after-z", "dd (deleted)/z");
+        exists("after-new", "dd (deleted)/new");
+        return 0;
+    }
+    if (strcmp(part, "tree"))
+        return 2;
+    /* trailing slashes */
+    res("unlink-file-slash", unlink("f/"));
+    res("unlink-dir-slash", unlink("d/"));
+    res("unlink-linkdir-slash", unlink("ld/"));
+    res("unlink-missing-slash", unlink("nope/"));
+    res("rmdir-file-slash", rmdir("f/"));
+    res("rename-file-slash", rename("g/", "h"));
+    res("rename-to-slash", rename("g", "h/"));
+    res("rename-dir-to-slash", rename("e", "e2/"));
+    res("rename-exchange-slash", syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "g/", RENAME_EXCHANGE));
+    res("symlink-slash", symlink("x", "n/"));
+    res("symlink-exists-slash", symlink("x", "f/"));
+    res("mknod-slash", mknod("n/", S_IFREG | 0644, 0));
+    res("mkdir-slash", mkdir("m/", 0755));
+    res("link-old-slash", link("f/", "n"));
+    res("link-new-slash", link("f", "n/"));
+    res("link-linkdir-slash", link("ld/", "n"));
+    res("linkat-follow-slash", linkat(AT_FDCWD, "lf/", AT_FDCWD, "n", AT_SYMLINK_FOLLOW));
+    /* on a read-only mount (the probe's own, /home) */
+    res("ro-unlink-slash", unlink("/home/deputy/"));
+    res("ro-unlink-missing-slash", unlink("/home/nope/"));
+    res("ro-symlink-slash", symlink("x", "/home/deputy/"));
+    res("ro-symlink-missing-slash", symlink("x", "/home/nope/"));
+    res("ro-mkdir-missing-slash", mkdir("/home/nope/", 0755));
+    res("ro-rename-slash", rename("/home/deputy/", "/home/x"));
+    exists("after-f", "f");
+    exists("after-g", "g");
+    exists("after-h", "h");
+    exists("after-n", "n");
+    exists("after-e2", "e2");
+    exists("after-m", "m");
+    /* ".", ".." and "/" */
+    res("rmdir-dot", rmdir("."));
+    res("rmdir-dotdot", rmdir(".."));
+    res("rmdir-d-dot", rmdir("d/."));
+    res("rmdir-missing-dot", rmdir("nope/."));
+    res("rmdir-root", rmdir("/"));
+    res("unlink-dot", unlink("."));
+    res("unlink-dotdot", unlink(".."));
+    res("unlinkat-bad-flag", unlinkat(AT_FDCWD, "k", 0x1000));
+    res("rename-dot", rename(".", "x"));
+    res("rename-dotdot", rename("..", "x"));
+    res("rename-to-dot", rename("k", "."));
+    res("rename-to-dot-noreplace", syscall(SYS_renameat2, AT_FDCWD, "k", AT_FDCWD, ".", RENAME_NOREPLACE));
+    res("rename-bad-flag", syscall(SYS_renameat2, AT_FDCWD, "k", AT_FDCWD, "k2", 0x100));
+    res("mkdir-dot", mkdir(".", 0755));
+    res("mkdir-dotdot", mkdir("d/..", 0755));
+    res("symlink-dot", symlink("x", "."));
+    res("link-dot", link(".", "x"));
+    res("link-to-dot", link("k", "d/."));
+    /* flags */
+    res("linkat-bad-flag", linkat(AT_FDCWD, "k", AT_FDCWD, "k3", 0x2));
+    fd = open("k", O_RDONLY);
+    res("linkat-empty-path", linkat(fd, "", AT_FDCWD, "k4", AT_EMPTY_PATH));
+    res("linkat-empty-no-flag", linkat(fd, "", AT_FDCWD, "k5", 0));
+    close(fd);
+    exists("after-k", "k");
+    exists("after-k3", "k3");
+    exists("after-k4", "k4");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -539,5 +758,7 @@ int main(int argc, char **argv)
         return cmd_bindrace(argc, argv);
     if (!strcmp(argv[1], "xattrrace"))
         return cmd_xattrrace(argc, argv);
+    if (!strcmp(argv[1], "exact"))
+        return cmd_exact(argc, argv);
     return 2;
 }

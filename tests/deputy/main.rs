@@ -438,3 +438,156 @@ fn threads_opening_files_do_not_hold_up_an_exit() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(results(&stdout(&out)).get("exiting").map(String::as_str), Some("ok 40"));
 }
+
+/// A container running `deputy exact /tmp <part>`, its file syscalls
+/// emulated by the supervisor.
+fn exact_env(part: &str) -> Env {
+    let mut env = env(&["/home/deputy", "exact", "/tmp", part]);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    env
+}
+
+/// Asserts the `expected` lines of `got`, then that runc gives the same.
+fn same_as_runc(env: &Env, got: &BTreeMap<String, String>, expected: &[(&str, &str)]) {
+    for (k, v) in expected {
+        assert_eq!(got.get(*k).map(String::as_str), Some(*v), "{k}: {got:?}");
+    }
+    assert_eq!(got, &runc(env), "cordon and runc differ");
+}
+
+/// The tree-changing calls on odd names give what the kernel gives: a
+/// trailing slash requires a directory (unlink and rename of a file with
+/// one: ENOTDIR, nothing changed; symlink, mknod and link to a new name
+/// with one: ENOENT; mkdir still works), ".", ".." and "/" get each
+/// call's own errno (rmdir EINVAL, ENOTEMPTY, EBUSY; unlink EISDIR; rename
+/// EBUSY), unknown flags EINVAL, and linkat AT_EMPTY_PATH links the fd.
+#[test]
+fn odd_names_in_tree_changes_give_what_the_kernel_gives() {
+    let env = exact_env("tree");
+    let got = cordon(&env);
+    let expected = [
+        ("unlink-file-slash", "err ENOTDIR"),
+        ("after-f", "ok file"),
+        ("rename-file-slash", "err ENOTDIR"),
+        ("after-g", "ok file"),
+        ("symlink-slash", "err ENOENT"),
+        ("mknod-slash", "err ENOENT"),
+        ("link-new-slash", "err ENOENT"),
+        ("mkdir-slash", "ok 0"),
+        ("rmdir-dot", "err EINVAL"),
+        ("rmdir-dotdot", "err ENOTEMPTY"),
+        ("unlink-dot", "err EISDIR"),
+        ("unlink-dotdot", "err EISDIR"),
+        ("rename-dot", "err EBUSY"),
+        ("rename-dotdot", "err EBUSY"),
+        ("mkdir-dot", "err EEXIST"),
+        ("linkat-bad-flag", "err EINVAL"),
+        ("linkat-empty-path", "ok 0"),
+        ("ro-unlink-slash", "err EROFS"),
+        ("ro-symlink-missing-slash", "err ENOENT"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}
+
+/// fchownat refuses unknown flags (EINVAL) and with AT_EMPTY_PATH acts on
+/// the fd, as under runc.
+#[test]
+fn fchownat_flags_give_what_the_kernel_gives() {
+    let env = exact_env("chown");
+    let got = cordon(&env);
+    let expected = [
+        ("fchownat-bad-flag", "err EINVAL"),
+        ("fchownat-empty-path", "ok 0"),
+        ("fchownat-empty-no-flag", "err ENOENT"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}
+
+/// truncate past the caller's RLIMIT_FSIZE gives EFBIG and SIGXFSZ, as
+/// under runc; shrinking, or staying within it, works.
+#[test]
+fn truncate_honours_the_callers_file_size_limit() {
+    let env = exact_env("fsize");
+    let got = cordon(&env);
+    let expected = [
+        ("truncate-within", "ok 0"),
+        ("truncate-beyond", "err EFBIG"),
+        ("sigxfsz", "ok 1"),
+        ("truncate-shrink", "ok 0"),
+        ("sigxfsz-after", "ok 1"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}
+
+/// The open family's flags as the kernel takes them: open(2) ignores
+/// unknown flags, openat2(2) refuses unknown flags and `resolve` bits
+/// (EINVAL), and RESOLVE_NO_SYMLINKS / RESOLVE_NO_MAGICLINKS refuse the
+/// `/dev/stdout` and `/proc/self` aliases the supervisor rewrites (ELOOP),
+/// as under runc.
+#[test]
+fn open_flags_and_resolve_bits_give_what_the_kernel_gives() {
+    let env = exact_env("open");
+    let got = cordon(&env);
+    let expected = [
+        ("open-unknown-flag", "ok 0"),
+        ("openat2-unknown-flag", "err EINVAL"),
+        ("openat2-unknown-resolve", "err EINVAL"),
+        ("openat2-stdout", "ok 0"),
+        ("openat2-stdout-nosym", "err ELOOP"),
+        ("openat2-stdout-nomagic", "err ELOOP"),
+        ("openat2-fd-nomagic", "err ELOOP"),
+        ("openat2-fd", "ok 0"),
+        ("openat2-self-nosym", "err ELOOP"),
+        ("openat2-self-nomagic", "ok 0"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}
+
+/// Relative paths from a deleted working directory are walked from the
+/// directory itself, not from its readlink'd name ("/tmp/dd (deleted)",
+/// which may exist): "." opens it, ".." its former parent, any other name
+/// is missing and nothing can be created there (ENOENT), as under runc.
+#[test]
+fn a_deleted_working_directory_is_resolved_as_the_kernel_does() {
+    let env = exact_env("deleted");
+    let got = cordon(&env);
+    let expected = [
+        ("open-dot", "ok 0"),
+        ("openat2-dot", "ok 0"),
+        ("open-dot-path", "ok 0"),
+        ("open-fd-path", "ok 0"),
+        ("open-exe-path", "ok 0"),
+        ("open-z", "err ENOENT"),
+        ("open-create", "err ENOENT"),
+        ("stat-dot", "ok 0"),
+        ("stat-dotdot-k", "ok 0"),
+        ("mkdir-x", "err ENOENT"),
+        ("mkdir-dot", "err EEXIST"),
+        ("rmdir-dot", "err EINVAL"),
+        ("rmdir-dotdot", "err ENOTEMPTY"),
+        ("unlink-z", "err ENOENT"),
+        ("after-z", "ok file"),
+        ("after-new", "err ENOENT"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}
+
+/// O_CREAT with a trailing slash, or on a directory, gives EISDIR (the
+/// name is never created, also through a symlink to "n2/"), and lsetxattr
+/// follows a name with a trailing slash (ENOTDIR on a file), as under runc.
+#[test]
+fn creating_opens_and_lsetxattr_honour_a_trailing_slash() {
+    let env = exact_env("create");
+    let got = cordon(&env);
+    let expected = [
+        ("creat-slash", "err EISDIR"),
+        ("creat-file-slash", "err EISDIR"),
+        ("creat-dir", "err EISDIR"),
+        ("creat-dot", "err EISDIR"),
+        ("creat-via-link-slash", "err EISDIR"),
+        ("lsetxattr-file-slash", "err ENOTDIR"),
+        ("after-n", "err ENOENT"),
+        ("after-n2", "err ENOENT"),
+    ];
+    same_as_runc(&env, &got, &expected);
+}

@@ -96,6 +96,8 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_lseek,
     libc::SYS_fstat,
     libc::SYS_newfstatat,
+    // whether a mount is read-only (EROFS before a trailing-slash check)
+    libc::SYS_fstatfs,
     libc::SYS_statx,
     libc::SYS_readlink,
     libc::SYS_readlinkat,

@@ -270,6 +270,31 @@ pub fn pidfd_send_signal(pidfd: BorrowedFd<'_>, sig: i32) -> io::Result<()> {
     .map(drop)
 }
 
+/// The soft limit `resource` of process `pid` (prlimit(2), read only).
+pub fn rlimit_of(pid: i32, resource: libc::__rlimit_resource_t) -> io::Result<u64> {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a null new limit (nothing set) and a limit struct we own.
+    cvt(unsafe { libc::prlimit(pid, resource, std::ptr::null(), &mut old) }.into())?;
+    Ok(old.rlim_cur)
+}
+
+/// Sends `sig` to thread `tid` (tgkill(2) with its thread group read from
+/// `/proc/<tid>/status`), as the kernel signals the thread whose call
+/// raised it.
+pub fn signal_thread(tid: i32, sig: i32) -> io::Result<()> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    let tgid: i32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: tgkill(2) with integer arguments only.
+    cvt(unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) }).map(drop)
+}
+
 /// Reads `buf.len()` bytes at `addr` in process `pid` (process_vm_readv(2)).
 /// Returns how many bytes were read (short at an unmapped page).
 pub fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {

@@ -153,6 +153,14 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             };
             let mode = ctx.arg(pi + 1) as u32 & !creds.umask;
             let p = entry(ctx, dirfd, pi, &creds, detail)?;
+            if name.starts_with("mkdir") {
+                // A trailing slash asks for a directory: what mkdir makes.
+                if p.last != Last::Norm {
+                    return Err(Denied::Errno(libc::EEXIST));
+                }
+            } else {
+                new_name(&p, &creds)?;
+            }
             // The caller's device cgroup decides on a device node, not the
             // supervisor's (the kernel would ask ours).
             let kind = match mode & libc::S_IFMT {
@@ -186,7 +194,31 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 "unlinkat" => ctx.arg(2) as i32,
                 _ => 0,
             };
+            if flags & !libc::AT_REMOVEDIR != 0 {
+                return Err(Denied::Errno(libc::EINVAL));
+            }
             let p = entry(ctx, dirfd, pi, &creds, detail)?;
+            if flags & libc::AT_REMOVEDIR != 0 {
+                // A trailing slash changes nothing for rmdir: it removes
+                // directories only.
+                match p.last {
+                    Last::Norm => {}
+                    Last::Dot => return Err(Denied::Errno(libc::EINVAL)),
+                    Last::DotDot => return Err(Denied::Errno(libc::ENOTEMPTY)),
+                    Last::Root => return Err(Denied::Errno(libc::EBUSY)),
+                }
+            } else if p.last != Last::Norm {
+                return Err(Denied::Errno(libc::EISDIR));
+            } else if p.slash {
+                // "f/" names a directory: unlink refuses one (EISDIR), and
+                // anything else is not what the slash asked for.
+                read_only(&p)?;
+                return Err(Denied::Errno(if kind(&p, &creds)? == libc::S_IFDIR {
+                    libc::EISDIR
+                } else {
+                    libc::ENOTDIR
+                }));
+            }
             as_caller(&creds, || {
                 // SAFETY: dir fd and NUL-terminated name we own.
                 ok_or_errno(unsafe { libc::unlinkat(p.dir.as_raw_fd(), p.name.as_ptr(), flags) })
@@ -203,10 +235,34 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 "renameat2" | "linkat" => ctx.arg(4) as u32,
                 _ => 0,
             };
-            if name == "linkat" && flags as i32 & libc::AT_SYMLINK_FOLLOW != 0 {
-                return link_followed(ctx, (od, op), (nd, np), &creds, detail);
+            if name == "renameat2" {
+                let known = libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT;
+                let exchange = flags & libc::RENAME_EXCHANGE != 0;
+                if flags & !known != 0 || (exchange && flags & (libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT) != 0) {
+                    return Err(Denied::Errno(libc::EINVAL));
+                }
+            }
+            if name == "linkat" {
+                let flags = flags as i32;
+                if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+                    return Err(Denied::Errno(libc::EINVAL));
+                }
+                if flags & libc::AT_SYMLINK_FOLLOW != 0 {
+                    return link_followed(ctx, (od, op), (nd, np), 0, &creds, detail);
+                }
+                if flags & libc::AT_EMPTY_PATH != 0 && path_arg(ctx, op)?.is_empty() {
+                    // The object open as `od` gets the new name.
+                    return link_followed(ctx, (od, op), (nd, np), libc::AT_EMPTY_PATH, &creds, detail);
+                }
             }
             let old = entry(ctx, od, op, &creds, detail)?;
+            if name.starts_with("link") && (old.last != Last::Norm || old.slash) {
+                // The kernel looks the old name up whole: "f/" and "." are
+                // followed to what they name (a directory gets EPERM, a
+                // non-directory with a slash ENOTDIR).
+                drop(old);
+                return link_followed(ctx, (od, op), (nd, np), 0, &creds, detail);
+            }
             let paths = &ctx.sup.policy.paths;
             if name.starts_with("rename") && paths.restricts_below(&old.path) {
                 // Moving a directory moves what the rules protect below it.
@@ -214,6 +270,11 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             }
             let mut d2 = String::new();
             let new = entry(ctx, nd, np, &creds, &mut d2)?;
+            if name.starts_with("rename") {
+                rename_names(&old, &new, flags, &creds)?;
+            } else {
+                new_name(&new, &creds)?;
+            }
             if flags & libc::RENAME_EXCHANGE != 0 && paths.restricts_below(&new.path) {
                 // An exchange moves the new name's tree to the old name.
                 return Err(Denied::Policy(new.path));
@@ -255,6 +316,7 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 at(None, 1)
             };
             let p = entry(ctx, nd, np, &creds, detail)?;
+            new_name(&p, &creds)?;
             as_caller(&creds, || {
                 // SAFETY: NUL-terminated strings and a dir fd we own.
                 ok_or_errno(unsafe { libc::symlinkat(target.as_ptr(), p.dir.as_raw_fd(), p.name.as_ptr()) })
@@ -266,13 +328,22 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             } else {
                 at(None, 0)
             };
-            let nofollow = match name {
+            let lookup = match name {
                 "lchown" => libc::AT_SYMLINK_NOFOLLOW,
-                "fchownat" => ctx.arg(4) as i32 & libc::AT_SYMLINK_NOFOLLOW,
+                "fchownat" => {
+                    let flags = ctx.arg(4) as i32;
+                    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+                        return Err(Denied::Errno(libc::EINVAL));
+                    }
+                    flags
+                }
                 _ => 0,
             };
-            let fd = object(ctx, dirfd, pi, nofollow, &creds, detail)?;
+            let fd = object(ctx, dirfd, pi, lookup, &creds, detail)?;
             check_write(ctx, detail.as_str())?;
+            if name == "truncate" {
+                file_size_limit(ctx, &fd, ctx.arg(1) as i64, &creds)?;
+            }
             let link = fd_link(&fd);
             as_caller(&creds, || {
                 let r = match name {
@@ -309,13 +380,15 @@ fn link_followed(
     ctx: &Ctx<'_>,
     (od, op): (i32, usize),
     (nd, np): (i32, usize),
+    lookup: i32,
     creds: &Creds,
     detail: &mut String,
 ) -> Result<i64, Denied> {
-    let old = object(ctx, od, op, 0, creds, detail)?;
+    let old = object(ctx, od, op, lookup, creds, detail)?;
     check_write(ctx, detail)?;
     let mut d2 = String::new();
     let new = entry(ctx, nd, np, creds, &mut d2)?;
+    new_name(&new, creds)?;
     detail.push_str(" -> ");
     detail.push_str(&d2);
     let link = fd_link(&old);
@@ -376,7 +449,9 @@ pub(super) fn object_raw(
 }
 
 /// The directory entry a tree-changing call names, with write access
-/// checked against the policy; `detail` gets its container path.
+/// checked against the policy; `detail` gets its container path. "/", "."
+/// and ".." come back unchecked ([`Parent::last`]): no call changes them,
+/// each refuses them with its own errno.
 fn entry(ctx: &Ctx<'_>, dirfd: i32, pi: usize, creds: &Creds, detail: &mut String) -> Result<Parent, Denied> {
     let raw = path_arg(ctx, pi)?;
     if !ctx.still_valid() {
@@ -385,8 +460,103 @@ fn entry(ctx: &Ctx<'_>, dirfd: i32, pi: usize, creds: &Creds, detail: &mut Strin
     if raw.is_empty() {
         return Err(Denied::Errno(libc::ENOENT));
     }
-    let p = parent(ctx.pid(), dirfd, &raw, creds)?;
+    let p = parent_any(ctx.pid(), dirfd, &raw, creds)?;
     *detail = p.path.clone();
-    check_write(ctx, &p.path)?;
+    if p.last == Last::Norm {
+        check_write(ctx, &p.path)?;
+    }
     Ok(p)
+}
+
+/// The file type (`S_IFMT` bits) of the entry itself (not followed),
+/// looked up with the caller's credentials.
+fn kind(p: &Parent, creds: &Creds) -> Result<u32, Denied> {
+    let st = as_caller(creds, || {
+        nix::sys::stat::fstatat(
+            Some(p.dir.as_raw_fd()),
+            p.name.as_c_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(std::io::Error::from)
+    })?;
+    Ok(st.st_mode & libc::S_IFMT)
+}
+
+/// EROFS when the entry's directory is on a read-only mount: the kernel
+/// says so before it looks the entry up.
+fn read_only(p: &Parent) -> Result<(), Denied> {
+    match nix::sys::statvfs::fstatvfs(&p.dir) {
+        Ok(v) if v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) => Err(Denied::Errno(libc::EROFS)),
+        _ => Ok(()),
+    }
+}
+
+/// The checks the kernel makes on a name a call creates that is not a
+/// directory (mknod, symlink, link's new name): "/", "." and ".." exist
+/// (EEXIST); with a trailing slash it asked for a directory, so an
+/// existing entry gives EEXIST and a missing one ENOENT (even on a
+/// read-only mount: filename_create reports EROFS last).
+fn new_name(p: &Parent, creds: &Creds) -> Result<(), Denied> {
+    if p.last != Last::Norm {
+        return Err(Denied::Errno(libc::EEXIST));
+    }
+    if p.slash {
+        kind(p, creds)?;
+        return Err(Denied::Errno(libc::EEXIST));
+    }
+    Ok(())
+}
+
+/// rename's checks on its two names, in the kernel's order: "/", "." and
+/// ".." are busy (or exist, with RENAME_NOREPLACE); a trailing slash on
+/// either name requires the source (and, for an exchange, the target) to
+/// be a directory.
+fn rename_names(old: &Parent, new: &Parent, flags: u32, creds: &Creds) -> Result<(), Denied> {
+    if old.last != Last::Norm {
+        return Err(Denied::Errno(libc::EBUSY));
+    }
+    if new.last != Last::Norm {
+        let noreplace = flags & libc::RENAME_NOREPLACE != 0;
+        return Err(Denied::Errno(if noreplace { libc::EEXIST } else { libc::EBUSY }));
+    }
+    if !old.slash && !new.slash {
+        return Ok(());
+    }
+    read_only(old)?;
+    let old_kind = kind(old, creds)?;
+    let exchange = flags & libc::RENAME_EXCHANGE != 0;
+    let new_kind = match kind(new, creds) {
+        Ok(_) if flags & libc::RENAME_NOREPLACE != 0 => return Err(Denied::Errno(libc::EEXIST)),
+        Ok(k) => Some(k),
+        Err(Denied::Errno(libc::ENOENT)) if !exchange => None,
+        Err(e) => return Err(e),
+    };
+    if exchange && new.slash && new_kind != Some(libc::S_IFDIR) {
+        return Err(Denied::Errno(libc::ENOTDIR));
+    }
+    if old_kind != libc::S_IFDIR && (old.slash || (!exchange && new.slash)) {
+        return Err(Denied::Errno(libc::ENOTDIR));
+    }
+    Ok(())
+}
+
+/// truncate(2) past the caller's RLIMIT_FSIZE: the kernel refuses to grow
+/// a regular file beyond it with EFBIG and sends the caller SIGXFSZ, after
+/// the permission checks (which the call itself would make).
+fn file_size_limit(ctx: &Ctx<'_>, fd: &OwnedFd, len: i64, creds: &Creds) -> Result<(), Denied> {
+    let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || len <= st.st_size {
+        return Ok(());
+    }
+    let limit = sys::rlimit_of(ctx.pid(), libc::RLIMIT_FSIZE).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    if limit == libc::RLIM_INFINITY || len as u64 <= limit {
+        return Ok(());
+    }
+    let link = fd_link(fd);
+    as_caller(creds, || {
+        // SAFETY: a NUL-terminated path we own.
+        ok_or_errno(unsafe { libc::faccessat(libc::AT_FDCWD, link.as_ptr(), libc::W_OK, libc::AT_EACCESS) })
+    })?;
+    sys::signal_thread(ctx.pid(), libc::SIGXFSZ).map_err(|_| Denied::Errno(libc::ESRCH))?;
+    Err(Denied::Errno(libc::EFBIG))
 }

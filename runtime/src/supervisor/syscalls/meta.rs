@@ -271,7 +271,8 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 // and held, the decision on the entry's path, the call
                 // through the held parent.
                 match parent(ctx.pid(), libc::AT_FDCWD, &raw, &creds) {
-                    Ok(p) => {
+                    // "l/" follows l (the kernel's trailing-slash rule).
+                    Ok(p) if !p.slash => {
                         *detail = p.path.clone();
                         check_write(ctx, &p.path)?;
                         let mut at = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
@@ -280,7 +281,7 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                         return as_caller(&creds, || act(XattrOn::LinkPath(&at)));
                     }
                     // "/", "." or "..": a directory, never a link.
-                    Err(Denied::Errno(libc::EEXIST)) => {}
+                    Ok(_) | Err(Denied::Errno(libc::EEXIST)) => {}
                     Err(e) => return Err(e),
                 }
             }

@@ -109,10 +109,14 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
                 sys::read_mem(pid, at, rest).map_err(|_| libc::EFAULT)?;
             }
             let how = OpenHow::from_bytes(&raw)?;
+            how.check()?;
             (ctx.arg(0) as i32, ctx.arg(1), how.flags, how.mode, how.resolve)
         }
         _ => return Err(libc::ENOSYS),
     };
+    // open(2) and openat(2) ignore flags they do not know (openat2 refuses
+    // them, above), and O_PATH keeps only the flags it understands.
+    let flags = if name == "openat2" { flags } else { legacy_flags(flags) };
     let path = sys::read_cstring(pid, ptr, PATH_MAX).map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))?;
     if path.is_empty() {
         return Err(libc::ENOENT);
@@ -138,6 +142,44 @@ pub fn open_mode(openat2: bool, flags: u64, mode: u64) -> Result<u64, i32> {
         Err(libc::EINVAL)
     } else {
         Ok(0)
+    }
+}
+
+/// The open flags the kernel knows (its `VALID_OPEN_FLAGS`).
+pub const VALID_OPEN_FLAGS: u64 = (libc::O_ACCMODE
+    | libc::O_CREAT
+    | libc::O_EXCL
+    | libc::O_NOCTTY
+    | libc::O_TRUNC
+    | libc::O_APPEND
+    | libc::O_NONBLOCK
+    | libc::O_DSYNC
+    | libc::O_ASYNC
+    | libc::O_DIRECT
+    | 0o100000 // the kernel's O_LARGEFILE (0 in the x86-64 libc headers)
+    | libc::O_DIRECTORY
+    | libc::O_NOFOLLOW
+    | libc::O_NOATIME
+    | libc::O_CLOEXEC
+    | libc::O_PATH
+    | libc::O_TMPFILE
+    | libc::O_SYNC) as u64;
+/// The flags O_PATH keeps (the kernel's `O_PATH_FLAGS`).
+const O_PATH_FLAGS: u64 = (libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_PATH | libc::O_CLOEXEC) as u64;
+/// openat2's RESOLVE_CACHED (Linux 5.12).
+const RESOLVE_CACHED: u64 = 0x20;
+/// The `RESOLVE_*` flags the kernel knows.
+pub const VALID_RESOLVE: u64 =
+    RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_CACHED;
+
+/// open(2)'s and openat(2)'s flags as the kernel takes them: unknown bits
+/// dropped, and only [`O_PATH_FLAGS`] with O_PATH (build_open_how).
+pub fn legacy_flags(flags: u64) -> u64 {
+    let flags = flags & VALID_OPEN_FLAGS & 0xffff_ffff;
+    if flags & libc::O_PATH as u64 != 0 {
+        flags & O_PATH_FLAGS
+    } else {
+        flags
     }
 }
 
@@ -190,6 +232,21 @@ impl OpenHow {
             resolve: u64_at(16),
         })
     }
+
+    /// What openat2(2) refuses with EINVAL before any lookup: unknown
+    /// flags or `resolve` bits, O_PATH with flags it does not take, and
+    /// RESOLVE_BENEATH with RESOLVE_IN_ROOT.
+    pub fn check(&self) -> Result<(), i32> {
+        let both = RESOLVE_BENEATH | RESOLVE_IN_ROOT;
+        if self.flags & !VALID_OPEN_FLAGS != 0
+            || self.resolve & !VALID_RESOLVE != 0
+            || self.resolve & both == both
+            || (self.flags & libc::O_PATH as u64 != 0 && self.flags & !O_PATH_FLAGS != 0)
+        {
+            return Err(libc::EINVAL);
+        }
+        Ok(())
+    }
 }
 
 enum Done {
@@ -215,9 +272,18 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
         copy = dir_copy(pid, req.dirfd)?;
         (copy.as_fd(), req.path.clone())
     } else {
+        if req.resolve & (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) != 0 {
+            no_links(root, pid, req)?;
+        }
         let abs = match container_abs(root, pid, req.dirfd, &req.path)? {
             Ok(abs) => abs,
-            Err(Magic::Fd(n)) => return reopen_fd(ctx, req, n, &creds),
+            Err(Magic::Fd(n)) => {
+                let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
+                let copy = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::ENOENT))?;
+                return reopen_fd(ctx, req, copy, &creds);
+            }
+            // A deleted directory itself (its "."): reopened from our copy.
+            Err(Magic::Deleted(d)) => return reopen_fd(ctx, req, dir_copy(pid, d)?, &creds),
             Err(_) => return reopen_exe(ctx, req, &creds),
         };
         (root.as_fd(), abs)
@@ -240,12 +306,35 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
         Ok(match sys::openat2(base, &target, lookup, 0, resolve) {
             Ok(found) => decide_and_reopen(pid, root, found, req, &creds, policy, creating, may_block),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && creating => {
+            // "f/" of an existing non-directory: create gives the
+            // kernel's EISDIR (after its parent's errors).
+            Err(e)
+                if creating
+                    && (e.raw_os_error() == Some(libc::ENOENT)
+                        || (e.raw_os_error() == Some(libc::ENOTDIR) && trailing_slash(target.to_bytes()))) =>
+            {
                 create(root, base, &target, req, &creds, policy, resolve)
             }
             Err(e) => Err(e.into()),
         })
     })?
+}
+
+/// RESOLVE_NO_SYMLINKS and RESOLVE_NO_MAGICLINKS on the aliases the
+/// supervisor rewrites itself: `/proc/self`, `/dev/stdin`, `/dev/fd` and
+/// the others are symlinks (ELOOP with RESOLVE_NO_SYMLINKS), and the
+/// caller's own `/proc/<pid>/{fd/N,exe,cwd,root}` are magic links (ELOOP
+/// with either).
+fn no_links(root: &Root, pid: i32, req: &Request) -> Result<(), Denied> {
+    let Ok(abs) = absolute(root, pid, req.dirfd, &req.path)? else {
+        // A deleted directory itself: no link on the way.
+        return Ok(());
+    };
+    let rewritten = rewrite_proc_self(pid, &abs);
+    if (req.resolve & RESOLVE_NO_SYMLINKS != 0 && rewritten != abs) || own_magic_link(pid, &rewritten).is_some() {
+        return Err(Denied::Errno(libc::ELOOP));
+    }
+    Ok(())
 }
 
 /// The decision on an existing object found by the lookup, then its reopen
@@ -264,6 +353,11 @@ fn decide_and_reopen(
     if creating && req.flags as i32 & libc::O_EXCL != 0 {
         return Err(Denied::Errno(libc::EEXIST));
     }
+    let st = nix::sys::stat::fstat(found.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+    if creating && st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+        // O_CREAT never opens a directory ("d", "d/", ".").
+        return Err(Denied::Errno(libc::EISDIR));
+    }
     let path = container_path(root, &found)?;
     if !policy.allows_open(&path.to_string_lossy(), req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
@@ -272,7 +366,6 @@ fn decide_and_reopen(
         // seccomp cannot install O_PATH fds (ADDFD refuses them).
         return Ok(Done::Continue);
     }
-    let st = nix::sys::stat::fstat(found.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     if st.st_mode & libc::S_IFMT == libc::S_IFIFO && req.flags as i32 & libc::O_NONBLOCK == 0 && !may_block {
         return Ok(Done::MayBlock);
     }
@@ -312,6 +405,11 @@ fn create(
         let parent = cstr(parent)?;
         let dir_flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
         let dir = sys::openat2(base, &parent, dir_flags, 0, resolve)?;
+        if trailing_slash(&cur) {
+            // "n/" (or a symlink to it) asks for a directory, which
+            // O_CREAT does not make.
+            return Err(Denied::Errno(libc::EISDIR));
+        }
         let dir_path = container_path(root, &dir)?;
         let place = if dir_path.as_os_str().as_bytes() == b"/" {
             Path::new("/").join(OsStr::from_bytes(name))
@@ -366,19 +464,27 @@ fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denie
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
+    if req.flags & libc::O_PATH as u64 != 0 {
+        // ADDFD cannot install an O_PATH fd (see decide_and_reopen).
+        return Ok(Done::Continue);
+    }
     Ok(Done::Fd(fd))
 }
 
-/// A reopen of the caller's own fd through `/proc/self/fd/N`: done on a
-/// pidfd_getfd copy, after checking the path of the object it refers to.
-fn reopen_fd(ctx: &Ctx<'_>, req: &Request, fdnum: i32, creds: &Creds) -> Result<Done, Denied> {
+/// A reopen of an object the caller holds (its own fd through
+/// `/proc/self/fd/N`, or its deleted cwd or dirfd): done on our `copy`
+/// (pidfd_getfd), after checking the path of the object it refers to.
+fn reopen_fd(ctx: &Ctx<'_>, req: &Request, copy: OwnedFd, creds: &Creds) -> Result<Done, Denied> {
     let pid = ctx.pid();
-    let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
-    let copy = sys::pidfd_getfd(pidfd.as_fd(), fdnum).map_err(|_| Denied::Errno(libc::ENOENT))?;
     let root = root_of(pid)?;
     let path = container_path(&root, &copy)?;
     if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
+    }
+    if req.flags & libc::O_PATH as u64 != 0 {
+        // ADDFD cannot install an O_PATH fd (see decide_and_reopen): the
+        // kernel opens the caller's own object itself.
+        return Ok(Done::Continue);
     }
     let st = nix::sys::stat::fstat(copy.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     check_device(pid, &st, req.flags)?;
@@ -458,6 +564,27 @@ mod tests {
         assert_eq!(OpenHow::from_bytes(&ext), Err(libc::E2BIG));
         assert_eq!(OpenHow::from_bytes(&vec![0; 4097]), Err(libc::E2BIG));
         assert_eq!(OpenHow::check_size(4096), Ok(()));
+    }
+
+    #[test]
+    fn kernel_flag_checks() {
+        let how = |flags: i32, resolve: u64| OpenHow {
+            flags: flags as u64,
+            mode: 0,
+            resolve,
+        };
+        assert_eq!(how(libc::O_RDONLY, 0).check(), Ok(()));
+        assert_eq!(how(libc::O_RDWR | 0o100000, RESOLVE_CACHED).check(), Ok(()));
+        assert_eq!(how(0x4000_0000, 0).check(), Err(libc::EINVAL));
+        assert_eq!(how(0, 0x40).check(), Err(libc::EINVAL));
+        assert_eq!(how(0, RESOLVE_BENEATH | RESOLVE_IN_ROOT).check(), Err(libc::EINVAL));
+        assert_eq!(how(libc::O_PATH | libc::O_RDWR, 0).check(), Err(libc::EINVAL));
+        assert_eq!(legacy_flags(0x4000_0000 | libc::O_RDWR as u64), libc::O_RDWR as u64);
+        assert_eq!(
+            legacy_flags((libc::O_PATH | libc::O_RDWR | libc::O_NOFOLLOW) as u64),
+            (libc::O_PATH | libc::O_NOFOLLOW) as u64
+        );
+        assert_eq!(legacy_flags(1 << 40), 0);
     }
 
     #[test]

@@ -124,23 +124,71 @@ pub fn container_path(root: &Root, fd: &OwnedFd) -> Result<PathBuf, Denied> {
     Ok(p)
 }
 
-/// The caller's path made absolute inside the container.
-pub fn absolute(root: &Root, pid: i32, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Denied> {
+/// The caller's path made absolute inside the container, or
+/// [`Magic::Deleted`] when it names a deleted directory (the caller's cwd
+/// or `dirfd`) itself, which no path names.
+pub fn absolute(root: &Root, pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
     if path.first() == Some(&b'/') {
-        return Ok(path.to_vec());
+        return Ok(Ok(path.to_vec()));
     }
     let dir = dir_copy(pid, dirfd)?;
     let st = nix::sys::stat::fstat(dir.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
         return Err(Denied::Errno(libc::ENOTDIR));
     }
-    let base = container_path(root, &dir)?;
+    if st.st_nlink == 0 {
+        return in_deleted(root, dirfd, &dir, path);
+    }
+    Ok(Ok(joined(root, &dir, path)?))
+}
+
+/// `path` below the directory `dir`, as a container path.
+fn joined(root: &Root, dir: &OwnedFd, path: &[u8]) -> Result<Vec<u8>, Denied> {
+    let base = container_path(root, dir)?;
     let mut out = base.as_os_str().as_bytes().to_vec();
     if out.last() != Some(&b'/') {
         out.push(b'/');
     }
     out.extend_from_slice(path);
     Ok(out)
+}
+
+/// A relative `path` from the deleted directory `dir` (the caller's
+/// `dirfd`): its name (readlink's "... (deleted)") is no path to it, so it
+/// is walked from the object, as the kernel does. A deleted directory is
+/// empty and nothing can be created in it: "." (and "./.") is the
+/// directory itself, ".." its former parent, any other name ENOENT.
+fn in_deleted(root: &Root, dirfd: i32, dir: &OwnedFd, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
+    let mut rest = path;
+    loop {
+        let start = rest.iter().position(|&b| b != b'/').unwrap_or(rest.len());
+        rest = &rest[start..];
+        let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+        let (comp, tail) = rest.split_at(end);
+        match comp {
+            b"" => return Ok(Err(Magic::Deleted(dirfd))),
+            b"." => rest = tail,
+            b".." => {
+                let up = sys::openat2(
+                    dir.as_fd(),
+                    c"..",
+                    (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+                    0,
+                    0,
+                )?;
+                let st = nix::sys::stat::fstat(up.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
+                if st.st_nlink == 0 {
+                    // Deleted too: nothing names it (rare; not emulated).
+                    return Err(Denied::Errno(libc::ENOENT));
+                }
+                // ".." itself ends as "." of the parent: the same object
+                // and, for the calls that refuse both, no tree change.
+                let tail = tail.strip_prefix(b"/").unwrap_or(tail);
+                return Ok(Ok(joined(root, &up, if tail.is_empty() { b"." } else { tail })?));
+            }
+            _ => return Err(Denied::Errno(libc::ENOENT)),
+        }
+    }
 }
 
 /// The caller's pid and tid as its own pid namespace numbers them.
@@ -219,6 +267,9 @@ pub enum Magic {
     Cwd(Vec<u8>),
     /// `fd/<n>/<rest>`: a path below the directory open as fd n
     FdPath(i32, Vec<u8>),
+    /// The deleted directory open as this dirfd (or the cwd, AT_FDCWD)
+    /// itself: no path names it (see [`absolute`]). Never parsed.
+    Deleted(i32),
 }
 
 /// Recognises the caller's own magic links, which openat2 refuses with
@@ -310,12 +361,15 @@ pub const IN_ROOT: u64 = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 /// caller's own `/proc` aliases rewritten (`root/` and `cwd/` links
 /// folded in). `None` for links that need an object (`fd/N`, `exe`).
 pub fn container_abs(root: &Root, pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
-    let abs = absolute(root, pid, dirfd, path)?;
+    let abs = match absolute(root, pid, dirfd, path)? {
+        Ok(a) => a,
+        Err(m) => return Ok(Err(m)),
+    };
     let abs = rewrite_proc_self(pid, &abs);
     Ok(match own_magic_link(pid, &abs) {
         Some(Magic::Root(rest)) => Ok([b"/".as_slice(), &rest].concat()),
-        Some(Magic::Cwd(rest)) => Ok(absolute(root, pid, libc::AT_FDCWD, &rest)?),
-        Some(Magic::FdPath(n, rest)) => Ok(absolute(root, pid, n, &rest)?),
+        Some(Magic::Cwd(rest)) => absolute(root, pid, libc::AT_FDCWD, &rest)?,
+        Some(Magic::FdPath(n, rest)) => absolute(root, pid, n, &rest)?,
         Some(m) => Err(m),
         None => Ok(abs),
     })
@@ -331,21 +385,79 @@ pub struct Parent {
     pub name: CString,
     /// The entry's path inside the container (parent resolved).
     pub path: String,
+    /// What the final component is (the kernel's `last_type`).
+    pub last: Last,
+    /// The path ended with a slash: the entry must be (or become) a
+    /// directory.
+    pub slash: bool,
 }
 
-/// Resolves the parent of `path` (relative to the caller's `dirfd`).
+/// The kind of a path's final component, as the kernel tells them apart:
+/// only a normal name can be created, removed or renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Last {
+    /// A name.
+    Norm,
+    /// `.`
+    Dot,
+    /// `..`
+    DotDot,
+    /// `/` itself (no final component).
+    Root,
+}
+
+/// Whether `path` ends with a slash after a final component (`a/`, not `/`).
+pub fn trailing_slash(path: &[u8]) -> bool {
+    path.len() > 1 && path.ends_with(b"/") && path.iter().any(|&b| b != b'/')
+}
+
+/// Resolves the parent of `path` (relative to the caller's `dirfd`); "/",
+/// "." and ".." (entries that always exist) give EEXIST.
 pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
+    let p = parent_any(pid, dirfd, path, creds)?;
+    if p.last != Last::Norm {
+        // mkdir -p asks for "/" first and expects EEXIST.
+        return Err(Denied::Errno(libc::EEXIST));
+    }
+    Ok(p)
+}
+
+/// As [`parent`], for any final component: for "/", "." and ".." the
+/// directory holding it is resolved as the kernel resolves it (so its
+/// errors come first) and [`Parent::last`] says which it is; each call
+/// then gives its own errno for them.
+pub fn parent_any(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
     let root = root_of(pid)?;
     let abs = match container_abs(&root, pid, dirfd, path)? {
         Ok(a) => a,
+        Err(Magic::Deleted(d)) => {
+            // "." of a deleted directory: it exists (it is the caller's).
+            let dir = dir_copy(pid, d)?;
+            let full = container_path(&root, &dir)?.to_string_lossy().into_owned();
+            return Ok(Parent {
+                dir,
+                name: cstr(b".")?,
+                path: full,
+                last: Last::Dot,
+                slash: trailing_slash(path),
+            });
+        }
         Err(_) => return Err(Denied::Errno(libc::EPERM)),
     };
+    let slash = trailing_slash(path) || trailing_slash(&abs);
     let (p, name) = split_parent(&abs);
-    if name.is_empty() || name == b"." || name == b".." {
-        // "/", "x/." or "x/..": an entry that always exists (mkdir -p asks
-        // for "/" first and expects EEXIST).
-        return Err(Denied::Errno(libc::EEXIST));
-    }
+    let kind = |name: &[u8]| match name {
+        b"" => Last::Root,
+        b"." => Last::Dot,
+        b".." => Last::DotDot,
+        _ => Last::Norm,
+    };
+    // The caller's own final component says what it is: ".." from a
+    // deleted directory comes back as "<parent>/.".
+    let last = match kind(split_parent(path).1) {
+        Last::Norm => kind(name),
+        l => l,
+    };
     let pc = cstr(p)?;
     let dir = as_caller(creds, || {
         sys::openat2(
@@ -364,8 +476,10 @@ pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent
     }
     Ok(Parent {
         dir,
-        name: cstr(name)?,
+        name: cstr(if name.is_empty() { b"." } else { name })?,
         path: full.to_string_lossy().into_owned(),
+        last,
+        slash,
     })
 }
 
@@ -375,6 +489,11 @@ pub fn target(pid: i32, dirfd: i32, path: &[u8], follow: bool, creds: &Creds) ->
     let root = root_of(pid)?;
     let abs = match container_abs(&root, pid, dirfd, path)? {
         Ok(a) => a,
+        Err(Magic::Deleted(d)) => {
+            let fd = dir_copy(pid, d)?;
+            let p = container_path(&root, &fd)?;
+            return Ok((fd, p.to_string_lossy().into_owned()));
+        }
         Err(Magic::Fd(n)) => {
             let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
             let fd = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::ENOENT))?;
@@ -449,5 +568,7 @@ mod tests {
         assert_eq!(split_parent(b""), (&b"."[..], &b""[..]));
         assert_eq!(split_parent(b"a"), (&b"."[..], &b"a"[..]));
         assert_eq!(split_parent(b"//a//"), (&b"/"[..], &b"a"[..]));
+        assert!(trailing_slash(b"a/") && trailing_slash(b"/a//"));
+        assert!(!trailing_slash(b"/") && !trailing_slash(b"//") && !trailing_slash(b"a"));
     }
 }
