@@ -73,6 +73,10 @@ pub struct Runtime {
     /// cordon's platform annotation (`org.cordon.platform`): `cordon-ptrace*`
     /// labels run on ptrace.
     pub platform: Option<String>,
+    /// cordon's enforcement annotation (`org.cordon.enforcement`): labels
+    /// ending in `-supervisor` keep every path rule in the supervisor, so
+    /// their opens are emulated.
+    pub enforcement: Option<String>,
 }
 
 impl Runtime {
@@ -362,6 +366,7 @@ impl Env {
             policy: policy.map(str::to_string),
             seccomp: None,
             platform: label.starts_with("cordon-ptrace").then(|| "ptrace".to_string()),
+            enforcement: label.ends_with("-supervisor").then(|| "supervisor".to_string()),
         }
     }
 
@@ -418,6 +423,9 @@ impl Env {
         }
         if let Some(p) = &rt.platform {
             c["annotations"]["org.cordon.platform"] = json!(p);
+        }
+        if let Some(e) = &rt.enforcement {
+            c["annotations"]["org.cordon.enforcement"] = json!(e);
         }
         let linux = c["linux"].as_object_mut().context("config.json has no linux section")?;
         // No bundle filter: what is measured is cordon's own (runc and crun

@@ -352,6 +352,8 @@ fn a_bind_race_cannot_delete_files_the_caller_could_not() {
     volume(&mut env, vol.path(), "/vol");
     env.config["process"]["user"] = json!({"uid": 1000, "gid": 1000});
     env.config["process"]["capabilities"] = json!({});
+    // The binds must reach the supervisor.
+    env.annotate("org.cordon.enforcement", "supervisor");
     let got = cordon(&env);
     assert!(got.contains_key("binds"), "{got:?}");
     assert_eq!(
@@ -367,7 +369,9 @@ fn a_bind_race_cannot_delete_files_the_caller_could_not() {
 /// on the read-only `/sys/fs/cgroup`.
 #[test]
 fn an_xattr_race_cannot_reach_a_read_only_path() {
-    let env = env(&["/home/deputy", "xattrrace", "20000"]);
+    let mut env = env(&["/home/deputy", "xattrrace", "20000"]);
+    // The lsetxattr calls must reach the supervisor.
+    env.annotate("org.cordon.enforcement", "supervisor");
     let got = cordon(&env);
     assert_eq!(
         got.get("pwned").map(String::as_str),
@@ -384,6 +388,8 @@ fn an_xattr_race_cannot_reach_a_read_only_path() {
 fn files_the_supervisor_creates_count_against_the_containers_memory() {
     let mut env = env(&["/home/deputy", "manyfiles", "/tmp", "200000"]);
     env.config["linux"]["resources"]["memory"] = json!({"limit": 32 * 1024 * 1024});
+    // The opens must reach the supervisor, which creates the files.
+    env.annotate("org.cordon.enforcement", "supervisor");
     let out = env.run(&unique("deputy-mem"));
     let made: u64 = results(&stdout(&out))
         .get("made")

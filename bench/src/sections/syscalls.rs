@@ -122,11 +122,13 @@ fn configs(env: &Env) -> Vec<Config> {
         },
         Config {
             name: "cordon (default)",
-            kind: Kind::Container(env.runtime("cordon", Some("default"))),
+            // Supervisor-level enforcement: under the default kernel level
+            // opens never reach the supervisor (the workloads section).
+            kind: Kind::Container(env.runtime("cordon-supervisor", Some("default"))),
             tests: {
                 let mut v = default_policy_tests(
                     "emulated by the supervisor",
-                    "emulated open (openat2 + ADDFD) + close",
+                    "emulated open (openat2 + ADDFD) + close, org.cordon.enforcement = supervisor",
                     "denied by the supervisor (path rule)",
                 );
                 v.push(t(
@@ -141,10 +143,10 @@ fn configs(env: &Env) -> Vec<Config> {
         },
         Config {
             name: "cordon-ptrace (default)",
-            kind: Kind::Container(env.runtime("cordon-ptrace", Some("default"))),
+            kind: Kind::Container(env.runtime("cordon-ptrace-supervisor", Some("default"))),
             tests: default_policy_tests(
                 "emulated at a ptrace stop",
-                "emulated open (openat2 + fd injected by 6 syscalls in the tracee) + close",
+                "emulated open (openat2 + fd injected by 6 syscalls in the tracee) + close, supervisor level",
                 "denied at a ptrace stop (path rule)",
             ),
         },

@@ -288,10 +288,6 @@ impl Runtime {
                     .map_err(io(format!("chmod {}", empty.display())))?;
             }
             super::harden::after_build(pid.as_raw(), &spec, &mounts, &empty).map_err(io("harden the container"))?;
-            if let Some(sup) = meta.supervisor_pid {
-                super::harden::supervisor_memory(sup, pid.as_raw())
-                    .map_err(io("move the supervisor into the container's memory cgroup"))?;
-            }
         }
         Ok(container)
     }

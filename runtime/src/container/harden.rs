@@ -122,24 +122,6 @@ fn enforce(kind: Mount, path: &Path, tree: Option<&std::os::fd::OwnedFd>) -> io:
     }
 }
 
-/// Moves the supervisor (host pid `supervisor`) into the v1 `memory`
-/// cgroup of the container whose init is `pid`, so what the kernel
-/// allocates for the files it creates on the container's behalf (inodes,
-/// dentries) is charged to the container's limit, not to the host. Only
-/// `memory`: in the container's freezer the supervisor would freeze with
-/// it, and its threads do not belong in the container's pids count. A v2
-/// host has no separate memory hierarchy and is left as it is.
-///
-/// Errors: the container's memory cgroup exists but refuses the move.
-pub fn supervisor_memory(supervisor: i32, pid: i32) -> io::Result<()> {
-    let Some(dir) = crate::cgroupv1::dir_of(pid, "memory")? else {
-        return Ok(());
-    };
-    let procs = dir.join("cgroup.procs");
-    std::fs::write(&procs, supervisor.to_string())
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", procs.display())))
-}
-
 fn is_deny_all(r: &LinuxDeviceCgroup) -> bool {
     !r.allow()
         && r.major().is_none()

@@ -233,6 +233,45 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     Ok(())
 }
 
+/// Moves the supervisor into the cgroup v1 `memory` cgroup of the
+/// container whose init is host pid `init`, so what the kernel allocates
+/// for the files it creates on the container's behalf (inodes, dentries)
+/// is charged to the container's limit, not to the host. Only `memory`:
+/// in the container's freezer the supervisor would freeze with it, and its
+/// threads do not belong in the container's pids count. A cgroup v2 host
+/// has no separate memory hierarchy and is left as it is.
+///
+/// Made by the supervisor itself once the init attaches, on a thread of
+/// its own: a v1 migration waits for an RCU grace period (about 13 ms
+/// here), which would otherwise sit on `create`'s path. The init makes no
+/// call before it attaches, so nothing is created for it before the move
+/// starts; a failure is recorded in the audit trail.
+fn join_memory_cgroup(sup: &Arc<Supervisor>, init: i32) {
+    let mover = Arc::clone(sup);
+    let moved = std::thread::Builder::new()
+        .name("memcg".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let r = crate::cgroupv1::dir_of(init, "memory").and_then(|dir| match dir {
+                Some(dir) => std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()),
+                None => Ok(()),
+            });
+            if let Err(e) = r {
+                let what = format!("cannot join the container's memory cgroup: {e}");
+                mover.audit.record(0, "supervisor", &what, "event", "error");
+            }
+        });
+    if moved.is_err() {
+        sup.audit.record(
+            0,
+            "supervisor",
+            "cannot start the memory cgroup thread",
+            "event",
+            "error",
+        );
+    }
+}
+
 /// Drops this process's page-table entries for file pages it never
 /// modified (program text and read-only data of cordon and libc), so an
 /// idle supervisor's resident set is what it uses, not what starting up
@@ -340,6 +379,9 @@ fn attach(
             let _ = watchdog::arm(&wd, att.pidfd.as_fd());
             // Keep the watchdog connection open for the process lifetime.
             std::mem::forget(wd);
+        }
+        if let Ok(pid) = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()) {
+            join_memory_cgroup(&sup, pid);
         }
     }
     let acked = if traced {
