@@ -98,6 +98,10 @@ pub struct Supervisor {
     pub blocking: std::sync::atomic::AtomicUsize,
     /// Answers being sent and recorded now ([`Supervisor::answering`]).
     answering: std::sync::atomic::AtomicUsize,
+    /// Whether file syscalls come here (the path rules are not all enforced
+    /// by the container's mounts): the supervisor then creates files for
+    /// the container and joins its memory cgroup.
+    pub emulates_files: bool,
 }
 
 /// An answer being sent and recorded: see [`Supervisor::answering`].
@@ -174,6 +178,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         started: Instant::now(),
         blocking: std::sync::atomic::AtomicUsize::new(0),
         answering: std::sync::atomic::AtomicUsize::new(0),
+        emulates_files: !opts.enforcement.starts_with("kernel"),
     });
     sup.audit.record(
         0,
@@ -245,7 +250,10 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
 /// its own: a v1 migration waits for an RCU grace period (about 13 ms
 /// here), which would otherwise sit on `create`'s path. The init makes no
 /// call before it attaches, so nothing is created for it before the move
-/// starts; a failure is recorded in the audit trail.
+/// starts; a failure is recorded in the audit trail. Only when file
+/// syscalls come to the supervisor: under the kernel level it creates no
+/// file for the container, and the migration would hold up the
+/// container's own fork and exec meanwhile.
 fn join_memory_cgroup(sup: &Arc<Supervisor>, init: i32) {
     let mover = Arc::clone(sup);
     let moved = std::thread::Builder::new()
@@ -380,8 +388,10 @@ fn attach(
             // Keep the watchdog connection open for the process lifetime.
             std::mem::forget(wd);
         }
-        if let Ok(pid) = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()) {
-            join_memory_cgroup(&sup, pid);
+        if sup.emulates_files {
+            if let Ok(pid) = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()) {
+                join_memory_cgroup(&sup, pid);
+            }
         }
     }
     let acked = if traced {
