@@ -1926,6 +1926,32 @@ fn bad_input_invalid_id() {
     assert_clean(&env, &name);
 }
 
+/// An id naming cordon's own state directory (`<root>/.cordon`, which
+/// holds every container's supervisor state) is refused by every command:
+/// `delete --force .cordon` used to remove it, and with it the audit
+/// trails and supervisors of the running containers.
+#[test]
+fn ids_naming_cordons_own_state_are_refused() {
+    let env = Env::busybox(&["sleep", "60"]);
+    let id = unique("kept");
+    ok(&env.create(&id));
+    let state = env.root.path().join(".cordon").join(&id);
+    assert!(state.is_dir(), "{} missing", state.display());
+    let b = bundle(&env);
+    for bad in [".cordon", ".cordon-x"] {
+        assert_fails(
+            &env.cordon(&["delete", "--force", bad]),
+            &["invalid container id", ".cordon"],
+        );
+        assert_fails(&env.cordon(&["state", bad]), &["invalid container id"]);
+        assert_fails(&env.cordon(&["kill", bad, "9"]), &["invalid container id"]);
+        assert_fails(&env.cordon(&["create", "-b", &b, bad]), &["invalid container id"]);
+    }
+    assert!(state.is_dir(), "another container's state was removed");
+    assert_eq!(env.state(&id)["status"], "created");
+    ok(&env.cordon(&["delete", "--force", &id]));
+}
+
 #[test]
 fn bad_input_start_twice() {
     let env = Env::busybox(&["probe", "sleep", "30"]);

@@ -11,7 +11,10 @@ use oci_spec::runtime::{LinuxSeccompAction, Spec};
 #[derive(Debug, thiserror::Error)]
 pub enum ValidateError {
     /// Bad container id.
-    #[error("invalid container id {0:?}: use letters, digits and _ + - . (not . or ..), at most 255 characters")]
+    #[error(
+        "invalid container id {0:?}: use letters, digits and _ + - . (not . or .., not starting with .cordon: \
+         cordon's own state), at most 255 characters"
+    )]
     Id(String),
     /// The bundle directory is missing.
     #[error("bundle {}: {reason}", path.display())]
@@ -39,6 +42,9 @@ pub fn id(id: &str) -> Result<(), ValidateError> {
         && id.len() <= 255
         && id != "."
         && id != ".."
+        // `<root>/.cordon` holds every container's supervisor state: an id
+        // naming it would let `delete --force` remove it.
+        && !id.starts_with(".cordon")
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+-.".contains(&b));
     if ok {
         Ok(())
