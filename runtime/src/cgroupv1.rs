@@ -27,19 +27,30 @@ pub fn mount_point_in(mountinfo: &str, controller: &str) -> Option<PathBuf> {
     })
 }
 
+/// Task `pid`'s cgroup path in the v1 hierarchy of `controller`, as
+/// `/proc/<pid>/cgroup` gives it (`/cordon/c1`); `None` when no v1
+/// hierarchy carries the controller.
+///
+/// Errors: the task is gone (its `/proc` entry cannot be read).
+pub fn path_of(pid: i32, controller: &str) -> io::Result<Option<String>> {
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    Ok(cgroups.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, controllers, path) = (p.next()?, p.next()?, p.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    }))
+}
+
 /// The host directory of task `pid`'s cgroup in the v1 hierarchy of
-/// `controller`: its path from `/proc/<pid>/cgroup` below the hierarchy's
-/// mount point. `Ok(None)` when the host has no such hierarchy.
+/// `controller` ([`path_of`] below the hierarchy's mount point).
+/// `Ok(None)` when the host has no such hierarchy.
 ///
 /// Errors: the task is gone (its `/proc` entry cannot be read).
 pub fn dir_of(pid: i32, controller: &str) -> io::Result<Option<PathBuf>> {
-    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
-    let path = cgroups.lines().find_map(|l| {
-        let mut p = l.splitn(3, ':');
-        let (_, controllers, path) = (p.next()?, p.next()?, p.next()?);
-        controllers.split(',').any(|c| c == controller).then_some(path)
-    });
-    Ok(match (path, mount_point(controller)) {
+    Ok(match (path_of(pid, controller)?, mount_point(controller)) {
         (Some(path), Some(mount)) => Some(mount.join(path.trim_start_matches('/'))),
         _ => None,
     })

@@ -85,6 +85,21 @@ pub const EMULATED: &[&str] = &[
     "bind",
 ];
 
+/// The syscalls that change the mount table: refused outright, they pin
+/// every caller's root ([`Policy::pins_root`]) and change files under no
+/// path rule (the file-change test covers them with [`FILE_CHANGES`]).
+pub const MOUNT_CALLS: &[&str] = &[
+    "mount",
+    "umount2",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+];
+
 /// Syscalls that change a file's data or metadata, or the tree, by path
 /// or through an fd opened for reading (or O_PATH): each must be decided
 /// by the supervisor under the path rules or refused outright by every
@@ -496,22 +511,10 @@ impl Policy {
     /// stays an exact copy). The supervisor then keeps each caller's root
     /// between calls (supervisor/task.rs).
     pub fn pins_root(&self) -> bool {
-        [
-            "chroot",
-            "pivot_root",
-            "setns",
-            "mount",
-            "umount2",
-            "move_mount",
-            "open_tree",
-            "fsopen",
-            "fsconfig",
-            "fsmount",
-            "fspick",
-            "mount_setattr",
-        ]
-        .iter()
-        .all(|n| self.always_refuses(n))
+        ["chroot", "pivot_root", "setns"]
+            .iter()
+            .chain(MOUNT_CALLS)
+            .all(|n| self.always_refuses(n))
     }
 
     /// Whether no process under this policy can enter another user
@@ -573,14 +576,14 @@ mod tests {
         for &(name, _) in table::all() {
             if words.iter().any(|w| name.contains(w)) {
                 assert!(
-                    FILE_CHANGES.contains(&name) || NOT_FILE_CHANGES.contains(&name),
+                    FILE_CHANGES.contains(&name) || MOUNT_CALLS.contains(&name) || NOT_FILE_CHANGES.contains(&name),
                     "{name} may change files: classify it in FILE_CHANGES or NOT_FILE_CHANGES"
                 );
             }
         }
         for policy in ["default", "audit"] {
             let p = Policy::load(policy).unwrap();
-            for name in FILE_CHANGES {
+            for name in FILE_CHANGES.iter().chain(MOUNT_CALLS) {
                 let nr = table::number(name).unwrap_or_else(|| panic!("{name} not in the table"));
                 let argsets: Vec<[u64; 6]> = if *name == "ioctl" {
                     crate::supervisor::syscalls::SETTING_IOCTLS

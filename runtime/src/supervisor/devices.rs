@@ -157,13 +157,7 @@ fn devices_mount() -> Option<&'static std::path::Path> {
 ///
 /// Errors: the thread is gone, or its list cannot be read.
 pub fn rules_of(tid: i32) -> io::Result<Vec<Rule>> {
-    let cgroups = std::fs::read_to_string(format!("/proc/{tid}/cgroup"))?;
-    let v1 = cgroups.lines().find_map(|l| {
-        let mut parts = l.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        controllers.split(',').any(|c| c == "devices").then_some(path)
-    });
-    match (v1, devices_mount()) {
+    match (crate::cgroupv1::path_of(tid, "devices")?, devices_mount()) {
         (Some(path), Some(mount)) => {
             let list = std::fs::read_to_string(mount.join(path.trim_start_matches('/')).join("devices.list"))?;
             Ok(list.lines().filter_map(Rule::parse).collect())

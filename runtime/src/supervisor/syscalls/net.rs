@@ -182,11 +182,11 @@ fn last_errno() -> i32 {
 /// included: openat2 RESOLVE_IN_ROOT), as an O_PATH fd that the address
 /// names as `/proc/self/fd/<fd>`; the fd must stay open during the call.
 /// A path the policy denies gives EACCES (`Denied::Policy`).
-fn unix_in_root(pid: i32, addr: &Addr, creds: &Creds, ctx: &Ctx<'_>) -> Result<Option<(Vec<u8>, OwnedFd)>, Denied> {
+fn unix_in_root(ctx: &Ctx<'_>, addr: &Addr, creds: &Creds) -> Result<Option<(Vec<u8>, OwnedFd)>, Denied> {
     let Some(path) = addr.unix_path() else {
         return Ok(None);
     };
-    let (fd, cpath) = super::path::target(pid, libc::AT_FDCWD, path, true, creds)?;
+    let (fd, cpath) = super::path::target(ctx.pid(), libc::AT_FDCWD, path, true, creds)?;
     if ctx.sup.policy.paths.access(&cpath) == crate::policy::PathAccess::Deny {
         return Err(Denied::Policy(cpath));
     }
@@ -246,7 +246,7 @@ fn prepare(ctx: &Ctx<'_>, addr: &Addr, send: bool, detail: &str) -> Result<Prepa
     check(ctx, addr, send).map_err(|e| out(e, "deny"))?;
     let creds = ctx.creds().map_err(|_| out(libc::ESRCH, "allow"))?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, "allow"))?;
-    let (addr, dir) = match unix_in_root(ctx.pid(), addr, &creds, ctx) {
+    let (addr, dir) = match unix_in_root(ctx, addr, &creds) {
         Ok(Some((b, d))) => (b, Some(d)),
         Ok(None) => (addr.bytes.clone(), None),
         Err(Denied::Policy(p)) => return Err(Outcome::new(Reply::Errno(libc::EACCES), "deny", p)),
@@ -719,7 +719,7 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
             }
         }
     }
-    let (abytes, dir) = match addr.as_ref().map(|a| unix_in_root(pid, a, &creds, ctx)).transpose() {
+    let (abytes, dir) = match addr.as_ref().map(|a| unix_in_root(ctx, a, &creds)).transpose() {
         Ok(Some(Some((b, d)))) => (Some(b), Some(d)),
         Ok(Some(None)) => (addr.as_ref().map(|a| a.bytes.clone()), None),
         Ok(None) => (None, None),
