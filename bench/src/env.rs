@@ -66,7 +66,7 @@ pub struct Runtime {
     pub bin: PathBuf,
     /// Private `--root`.
     pub root: PathBuf,
-    /// cordon's policy annotation (`org.cordon.policy`), for cordon only.
+    /// cordon's policy (its `--policy` flag), for cordon only.
     pub policy: Option<String>,
     /// The bundle's `linux.seccomp` (none unless set).
     pub seccomp: Option<Value>,
@@ -80,10 +80,16 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// `bin --root root args...`.
+    /// `bin --root root [--policy P] args...` (cordon's policy is the
+    /// runtime's flag: a container's annotation may not choose
+    /// `permissive` or a file outside /etc/cordon/policies/).
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
-        c.arg("--root").arg(&self.root).args(args);
+        c.arg("--root").arg(&self.root);
+        if let Some(p) = &self.policy {
+            c.arg("--policy").arg(p);
+        }
+        c.args(args);
         c
     }
 
@@ -417,9 +423,6 @@ impl Env {
         }
         if !c["annotations"].is_object() {
             c["annotations"] = json!({});
-        }
-        if let Some(p) = &rt.policy {
-            c["annotations"]["org.cordon.policy"] = json!(p);
         }
         if let Some(p) = &rt.platform {
             c["annotations"]["org.cordon.platform"] = json!(p);

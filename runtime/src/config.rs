@@ -4,7 +4,14 @@
 //! ```toml
 //! policy = "default"          # built-in name or policy file, for containers without an annotation
 //! platform = "seccomp-notify" # or "ptrace" (see `Platform`)
+//!
+//! [annotations]               # what containers may choose (see `AnnotationGate`)
+//! allow = true
+//! policies = ["default", "audit", "/etc/cordon/policies/"]
 //! ```
+//!
+//! The global flags `--policy` and `--platform` override `policy` and
+//! `platform` for one invocation (an engine's runtime entry).
 
 use std::path::{Path, PathBuf};
 
@@ -13,9 +20,9 @@ use serde::Deserialize;
 /// Default location of the configuration file.
 pub const DEFAULT_PATH: &str = "/etc/cordon/config.toml";
 /// Annotation that chooses a container's policy (a built-in name or a file).
-pub const POLICY_ANNOTATION: &str = "org.cordon.policy";
+pub const POLICY_ANNOTATION: &str = crate::annotations::POLICY;
 /// Annotation that chooses a container's platform.
-pub const PLATFORM_ANNOTATION: &str = "org.cordon.platform";
+pub const PLATFORM_ANNOTATION: &str = crate::annotations::PLATFORM;
 /// Environment variable `create` gives the supervisor: the container's NIS
 /// domain name (config.json's `domainname`, else the host's), for the
 /// emulated uname.
@@ -55,6 +62,9 @@ pub struct RuntimeConfig {
     /// Platform for containers without an `org.cordon.platform` annotation.
     #[serde(default = "default_platform")]
     pub platform: String,
+    /// What containers may choose through `org.cordon.*` annotations.
+    #[serde(default)]
+    pub annotations: crate::annotations::AnnotationGate,
 }
 
 fn default_policy() -> String {
@@ -69,6 +79,7 @@ impl Default for RuntimeConfig {
         Self {
             policy: default_policy(),
             platform: default_platform(),
+            annotations: Default::default(),
         }
     }
 }
@@ -96,9 +107,31 @@ impl RuntimeConfig {
         };
         let cfg: Self = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.into(),
-            msg: e.to_string().replace('\n', " ").trim().to_string(),
+            msg: crate::policy::toml_message(&text, &e),
         })?;
-        check_platform(&cfg.platform, &format!("config {}: platform", path.display()))?;
+        let at = |field: &str| format!("config {}: {field}", path.display());
+        check_platform(&cfg.platform, &at("platform"))?;
+        let gate = &cfg.annotations;
+        for (i, p) in gate.platforms.iter().enumerate() {
+            if p != "*" {
+                check_platform(p, &at(&format!("annotations.platforms[{i}]")))?;
+            }
+        }
+        for (i, e) in gate.enforcement.iter().enumerate() {
+            if e != "*" {
+                crate::policy::Enforcement::parse(e, &at(&format!("annotations.enforcement[{i}]")))
+                    .map_err(ConfigError::Unsupported)?;
+            }
+        }
+        for (i, p) in gate.policies.iter().enumerate() {
+            let builtin = crate::policy::BUILTIN.iter().any(|(n, _)| n == p);
+            if !(builtin || p == "*" || p.starts_with('/')) {
+                return Err(ConfigError::Unsupported(format!(
+                    "{}: {p:?} is neither a built-in policy, an absolute path nor \"*\"",
+                    at(&format!("annotations.policies[{i}]"))
+                )));
+            }
+        }
         Ok(cfg)
     }
 }

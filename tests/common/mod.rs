@@ -103,6 +103,9 @@ pub struct Env {
     pub bundle: TempDir,
     /// The config.json being edited.
     pub config: serde_json::Value,
+    /// The runtime's `--policy` for this environment's commands (an admin's
+    /// choice, not gated like the `org.cordon.policy` annotation).
+    pub policy: Option<String>,
 }
 
 impl Env {
@@ -136,6 +139,7 @@ impl Env {
             root: TempDir::new("root"),
             bundle: TempDir::new("bundle"),
             config,
+            policy: None,
         };
         // The suites run on both platforms: `CORDON_TEST_PLATFORM=ptrace`
         // (make test-ptrace) puts every container on the ptrace platform.
@@ -169,12 +173,18 @@ impl Env {
     /// files, not pipes: a created container inherits cordon's stdio (as with
     /// runc), and would hold a pipe open for as long as it lives.
     pub fn cordon(&self, args: &[&str]) -> Output {
-        run_captured(
-            Command::new(cordon_bin())
-                .arg("--root")
-                .arg(self.root.path())
-                .args(args),
-        )
+        let mut cmd = Command::new(cordon_bin());
+        cmd.arg("--root").arg(self.root.path());
+        if let Some(p) = &self.policy {
+            cmd.arg("--policy").arg(p);
+        }
+        run_captured(cmd.args(args))
+    }
+
+    /// Runs this environment's containers under `policy` (a built-in name
+    /// or a policy file) with the runtime's `--policy` flag.
+    pub fn set_policy(&mut self, policy: &str) {
+        self.policy = Some(policy.to_string());
     }
 
     /// Writes config.json and runs `cordon run -b <bundle> <id>`.

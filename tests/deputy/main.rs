@@ -221,7 +221,7 @@ fn data_env(args: &[&str]) -> (Env, TempDir, TempDir) {
     std::fs::write(&file, POLICY).unwrap();
     let mut env = env(args);
     volume(&mut env, d, "/data");
-    env.annotate("org.cordon.policy", &file.to_string_lossy());
+    env.set_policy(&file.to_string_lossy());
     (env, data, pol)
 }
 

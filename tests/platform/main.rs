@@ -125,7 +125,7 @@ fn a_denied_program_is_killed_at_exec() {
     )
     .unwrap();
     let mut env = ptrace_env("/usr/local/bin/probe uname; echo rc=$?; uname -r");
-    env.annotate("org.cordon.policy", &policy.to_string_lossy());
+    env.set_policy(&policy.to_string_lossy());
     let id = unique("pt-exec");
     let out = env.run_keep(&id);
     assert_eq!(lines(&out), ["rc=137", "6.1.0-cordon"], "{}", stderr(&out));

@@ -534,7 +534,7 @@ fn shocker_open_by_handle_at_cannot_open_host_files() {
     }
     let mut env = busybox(&[ESCAPE, "shocker", &ty, &hex]);
     add_caps(&mut env, &["CAP_DAC_READ_SEARCH"]);
-    env.annotate("org.cordon.policy", "permissive");
+    env.set_policy("permissive");
     let out = ok(&env.run(&unique("shocker-control")));
     assert_eq!(
         results(&out)["open_by_handle_at"],
@@ -933,7 +933,7 @@ fn kernel_attack_surface_is_refused_even_for_a_privileged_bundle() {
     // Control: what the kernel itself allows this bundle.
     let mut env = busybox(&[ESCAPE, "syscalls", &mark]);
     set_caps(&mut env, &host_caps());
-    env.annotate("org.cordon.policy", "permissive");
+    env.set_policy("permissive");
     let out = ok(&env.run(&unique("battery-control")));
     let r = results(&out);
     for k in [

@@ -207,7 +207,7 @@ fn files_env() -> Files {
     )
     .unwrap();
     let mut env = Env::busybox(&[]);
-    env.annotate("org.cordon.policy", &policy.to_string_lossy());
+    env.set_policy(&policy.to_string_lossy());
     let mounts = env.config["mounts"].as_array_mut().unwrap();
     mounts.push(json!({"destination": "/secret", "type": "bind", "source": secret, "options": ["rbind", "rw"]}));
     mounts.push(json!({"destination": "/data", "type": "bind", "source": data, "options": ["rbind", "rw"]}));
@@ -328,7 +328,7 @@ fn net_env() -> (Env, TempDir) {
     )
     .unwrap();
     let mut env = Env::busybox(&[]);
-    env.annotate("org.cordon.policy", &policy.to_string_lossy());
+    env.set_policy(&policy.to_string_lossy());
     (env, host)
 }
 
@@ -521,7 +521,7 @@ fn policy_commands_and_annotation_errors() {
 
     // A container whose annotation names a broken policy is not created.
     let mut env = Env::busybox(&["true"]);
-    env.annotate("org.cordon.policy", &bad.to_string_lossy());
+    env.set_policy(&bad.to_string_lossy());
     let id = unique("badpol");
     let out = env.create(&id);
     assert!(!out.status.success());
@@ -534,7 +534,7 @@ fn policy_commands_and_annotation_errors() {
         !env.root.path().join(".cordon").join(&id).exists(),
         "no supervisor dir left behind"
     );
-    env.annotate("org.cordon.policy", "no-such-policy");
+    env.set_policy("no-such-policy");
     let out = env.create(&id);
     assert!(
         stderr(&out).contains("no such built-in policy or file"),
@@ -753,6 +753,122 @@ fn the_runtime_config_file_chooses_the_default_policy() {
     );
     assert!(!out.status.success());
     assert!(stderr(&out).contains("bogus"), "the bad key is named: {}", stderr(&out));
+}
+
+/// `cordon --root <root> [env CORDON_CONFIG=cfg] args`.
+fn cordon_with_config(env: &Env, cfg: &std::path::Path, args: &[&str]) -> std::process::Output {
+    run_captured(
+        std::process::Command::new(cordon_bin())
+            .env("CORDON_CONFIG", cfg)
+            .arg("--root")
+            .arg(env.root.path())
+            .args(args),
+    )
+}
+
+#[test]
+fn annotations_choose_only_what_the_admin_allows() {
+    let host = TempDir::new("gate");
+    let secret = host.path().join("secrets.env");
+    std::fs::write(&secret, "AWS_SECRET_ACCESS_KEY = \"not-for-pods\"\n").unwrap();
+    let allowed = host.path().join("policies");
+    std::fs::create_dir(&allowed).unwrap();
+    std::fs::write(
+        allowed.join("team.toml"),
+        "name = \"team\"\nextends = \"default\"\n[[path]]\npattern = \"/etc/hostname\"\naccess = \"deny\"\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&secret, allowed.join("link.toml")).unwrap();
+    let b = |env: &Env| env.bundle.path().to_string_lossy().into_owned();
+    let refused = |env: &mut Env, value: &str| {
+        env.annotate("org.cordon.policy", value);
+        let id = unique("gate");
+        let out = env.create(&id);
+        assert!(!out.status.success(), "{value}: created");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("org.cordon.policy"), "{err}");
+        assert!(
+            !err.contains("AWS") && !err.contains("not-for-pods"),
+            "a file's content quoted: {err}"
+        );
+        assert!(!env.root.path().join(&id).exists(), "nothing left behind");
+        err
+    };
+
+    // By default: not `permissive`, no host file, no symlink into one.
+    let mut env = Env::busybox(&["cat", "/etc/hostname"]);
+    let err = refused(&mut env, "permissive");
+    assert!(err.contains("files under /etc/cordon/policies/"), "{err}");
+    refused(&mut env, &secret.to_string_lossy());
+    refused(&mut env, "/etc/shadow");
+    // A misspelt key is refused with the ones cordon reads.
+    let mut env = Env::busybox(&["true"]);
+    env.annotate("org.cordon.polcy", "audit");
+    let out = env.run(&unique("gate-typo"));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("org.cordon.polcy: unknown key") && stderr(&out).contains("org.cordon.policy"),
+        "{}",
+        stderr(&out)
+    );
+    // A built-in the gate lists runs.
+    let mut env = Env::busybox(&["true"]);
+    env.annotate("org.cordon.policy", "audit");
+    let id = unique("gate-audit");
+    ok(&env.run_keep(&id));
+    assert_eq!(env.state(&id)["annotations"]["org.cordon.policy"], "audit");
+
+    // The admin allows a directory: its files run, a link out of it does not.
+    let cfg = host.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!("[annotations]\npolicies = [\"default\", \"{}/\"]\n", allowed.display()),
+    )
+    .unwrap();
+    let mut env = Env::busybox(&["sh", "-c", "cat /etc/hostname; echo rc=$?"]);
+    env.annotate("org.cordon.policy", &allowed.join("team.toml").to_string_lossy());
+    env.write();
+    let out = cordon_with_config(&env, &cfg, &["run", "-b", &b(&env), &unique("gate-dir")]);
+    assert!(
+        ok(&out).contains("rc=1"),
+        "the team policy denies /etc/hostname: {}",
+        stdout(&out)
+    );
+    env.annotate("org.cordon.policy", &allowed.join("link.toml").to_string_lossy());
+    env.write();
+    let out = cordon_with_config(&env, &cfg, &["run", "-b", &b(&env), &unique("gate-link")]);
+    assert!(
+        !out.status.success() && !stderr(&out).contains("not-for-pods"),
+        "{}",
+        stderr(&out)
+    );
+    env.annotate("org.cordon.policy", "audit");
+    env.write();
+    let out = cordon_with_config(&env, &cfg, &["run", "-b", &b(&env), &unique("gate-narrow")]);
+    assert!(
+        stderr(&out).contains("\"audit\" is not a policy"),
+        "narrowed: {}",
+        stderr(&out)
+    );
+
+    // The admin forbids annotations altogether.
+    std::fs::write(&cfg, "[annotations]\nallow = false\n").unwrap();
+    let mut env = Env::busybox(&["true"]);
+    env.annotate("org.cordon.platform", "ptrace");
+    env.write();
+    let out = cordon_with_config(&env, &cfg, &["run", "-b", &b(&env), &unique("gate-off")]);
+    assert!(
+        stderr(&out).contains("org.cordon.platform") && stderr(&out).contains("allow = false"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The runtime's own flag is the admin's: it may choose anything.
+    let mut env = Env::busybox(&["uname", "-r"]);
+    env.set_policy("permissive");
+    let host_release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(ok(&env.run(&unique("gate-flag"))).trim(), host_release.trim());
 }
 
 #[test]

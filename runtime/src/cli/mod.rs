@@ -33,6 +33,14 @@ pub struct Cli {
     /// Rootless mode: only "false" (or "auto" as root) is supported
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub rootless: Option<String>,
+    /// Policy for containers whose annotations do not choose one: a built-in
+    /// name or a policy file (overrides the runtime config's `policy`)
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Platform for containers whose annotations do not choose one
+    /// (overrides the runtime config's `platform`)
+    #[arg(long, value_parser = ["seccomp-notify", "ptrace"])]
+    pub platform: Option<String>,
     /// Print the version
     #[arg(short = 'v', long)]
     pub version: bool,
@@ -198,7 +206,16 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cli::command().print_help()?;
         return Ok(0);
     };
-    let rt = || cordon::container::Runtime::new(&cli.root, cli.systemd_cgroup);
+    let rt = || -> anyhow::Result<cordon::container::Runtime> {
+        let mut rt = cordon::container::Runtime::new(&cli.root, cli.systemd_cgroup)?;
+        if let Some(p) = &cli.policy {
+            rt.config.policy = p.clone();
+        }
+        if let Some(p) = &cli.platform {
+            rt.config.platform = p.clone();
+        }
+        Ok(rt)
+    };
     match cmd {
         Cmd::Create(a) => lifecycle::create(&rt()?, a),
         Cmd::Start(a) => lifecycle::start(&rt()?, a),
@@ -215,7 +232,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Events(a) => lifecycle::events(&rt()?, a),
         Cmd::Features(_) => lifecycle::features(),
         Cmd::Spec(a) => lifecycle::spec(a),
-        Cmd::Policy(p) => policy::policy(p),
+        Cmd::Policy(p) => policy::policy(p, cli.policy.as_deref()),
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),
         Cmd::Install(a) => install::install(a),

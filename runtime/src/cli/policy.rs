@@ -11,10 +11,12 @@ use cordon::supervisor::audit::Record;
 
 use super::{AuditArgs, PolicyCmd, SyscallsArgs};
 
-pub fn policy(cmd: PolicyCmd) -> anyhow::Result<i32> {
+/// `policy show|check`; `configured` is the global `--policy`, which
+/// `show` without a name prints before the runtime config's.
+pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
     match cmd {
         PolicyCmd::Show { policy, json, explain } => {
-            let name = match policy {
+            let name = match policy.or(configured.map(str::to_string)) {
                 Some(p) => p,
                 None => cordon::config::RuntimeConfig::load()?.policy,
             };

@@ -90,20 +90,12 @@ pub struct ExecOptions {
 }
 
 impl Runtime {
-    /// The policy and platform a container asks for: its annotations, else
-    /// the runtime config file.
-    fn choose_policy(&self, spec: &Spec) -> Result<(String, String)> {
+    /// The policy, platform and enforcement level a container runs with:
+    /// its annotations where the runtime config's `[annotations]` gate
+    /// lets it choose, else the runtime config (and global flags).
+    fn choose(&self, spec: &Spec) -> Result<crate::annotations::Choice> {
         let ann = spec.annotations().clone().unwrap_or_default();
-        let policy = ann
-            .get(crate::config::POLICY_ANNOTATION)
-            .cloned()
-            .unwrap_or_else(|| self.config.policy.clone());
-        let platform = ann
-            .get(crate::config::PLATFORM_ANNOTATION)
-            .cloned()
-            .unwrap_or_else(|| self.config.platform.clone());
-        crate::config::check_platform(&platform, &format!("annotation {}", crate::config::PLATFORM_ANNOTATION))?;
-        Ok((policy, platform))
+        Ok(self.config.annotations.choose(&ann, &self.config)?)
     }
 
     /// Creates container `opts.id` (`runc create`): validates the input,
@@ -123,8 +115,11 @@ impl Runtime {
         if self.root.join(&opts.id).exists() {
             return Err(Error::Exists(opts.id.clone()));
         }
-        let (policy_name, platform) = self.choose_policy(&spec)?;
-        let enforcement = choose_enforcement(&spec)?;
+        let crate::annotations::Choice {
+            policy: policy_name,
+            platform,
+            enforcement,
+        } = self.choose(&spec)?;
         let full = Policy::load(&policy_name)?;
         // Path rules the container's mounts enforce leave the file
         // syscalls in the kernel (policy/levels.rs).
@@ -560,24 +555,6 @@ fn loopback_up(pid: i32) -> std::io::Result<()> {
     .map_err(|_| std::io::Error::other("loopback thread panicked"))?
 }
 
-/// The platform a container runs on: the one asked for, except that
-/// seccomp-notify falls back to ptrace when this process cannot create a
-/// notify listener (its descendants, the container's processes, inherit
-/// its filters and could not either). Returns the platform and, after a
-/// fallback, why.
-/// The enforcement level a container asks for (`org.cordon.enforcement`),
-/// `kernel` by default.
-fn choose_enforcement(spec: &Spec) -> Result<crate::policy::Enforcement> {
-    let ann = spec.annotations().clone().unwrap_or_default();
-    match ann.get(crate::policy::ENFORCEMENT_ANNOTATION) {
-        None => Ok(crate::policy::Enforcement::Kernel),
-        Some(v) => {
-            crate::policy::Enforcement::parse(v, &format!("annotation {}", crate::policy::ENFORCEMENT_ANNOTATION))
-                .map_err(Error::Other)
-        }
-    }
-}
-
 /// Where the bundle mounts the kernel's own filesystems (`proc`, `sysfs`):
 /// the paths below them only the kernel creates.
 fn kernel_fs(spec: &Spec) -> Vec<String> {
@@ -589,6 +566,11 @@ fn kernel_fs(spec: &Spec) -> Vec<String> {
         .collect()
 }
 
+/// The platform a container runs on: the one asked for, except that
+/// seccomp-notify falls back to ptrace when this process cannot create a
+/// notify listener (its descendants, the container's processes, inherit
+/// its filters and could not either). Returns the platform and, after a
+/// fallback, why.
 fn choose_platform(name: &str, policy: &Policy) -> Result<(crate::config::Platform, Option<String>)> {
     use crate::config::Platform;
     let asked = Platform::parse(name, "platform")?;

@@ -28,7 +28,7 @@ use super::{Action, PathAccess, Policy, EMULATED};
 use crate::filter::table;
 
 /// The annotation that chooses the enforcement level.
-pub const ENFORCEMENT_ANNOTATION: &str = "org.cordon.enforcement";
+pub const ENFORCEMENT_ANNOTATION: &str = crate::annotations::ENFORCEMENT;
 
 /// Where path rules are enforced (`org.cordon.enforcement`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -247,6 +247,23 @@ pub enum PolicyError {
     NotFound(String),
 }
 
+/// A TOML parse error as one line: where (line and column, 1-based) and
+/// what, without the excerpt of the file the error's `Display` quotes (the
+/// file may not be a policy at all, and the message may be shown to
+/// whoever chose it).
+pub fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().replace('\n', " ").trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let col = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            format!("line {line}, column {col}: {msg}")
+        }
+        None => msg,
+    }
+}
+
 /// Most argument conditions in one rule: the BPF program jumps over a
 /// rule's conditions with 8-bit offsets (up to 6 instructions each).
 pub const MAX_CONDITIONS: usize = 32;
@@ -319,19 +336,27 @@ impl Policy {
     pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
         let file: PolicyFile = toml::from_str(text).map_err(|e| PolicyError::Parse {
             path: origin.to_string(),
-            msg: e.to_string().replace('\n', " ").trim().to_string(),
+            msg: toml_message(text, &e),
         })?;
         Self::compile(file, origin)
     }
 
     /// Validates `file` and compiles it.
     pub fn compile(mut file: PolicyFile, origin: &str) -> Result<Self> {
-        if let Some(base) = file.extends.take() {
+        // Without `extends` a policy builds on the default policy: a file
+        // of a few path rules must not lose the default's hardening, nor
+        // the interception its rules need. `extends = "none"` starts empty.
+        let base = match file.extends.take() {
+            None => Some("default".to_string()),
+            Some(b) if b == "none" => None,
+            Some(b) => Some(b),
+        };
+        if let Some(base) = base {
             let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == base) else {
                 return Err(PolicyError::Invalid {
                     policy: origin.to_string(),
                     rule: "extends".into(),
-                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive)"),
+                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive) or \"none\""),
                 });
             };
             let base = Self::from_toml(src, &base)?.source;
@@ -437,6 +462,25 @@ impl Policy {
         let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
         let net = NetPolicy::compile(&file.net, file.net_default)
             .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;
+        // Rules nothing can fire: path rules act only on the file calls the
+        // policy sends to the supervisor, net rules on connect and friends.
+        let emulates = |name: &str| {
+            table::number(name)
+                .and_then(|nr| rules.get(&nr))
+                .is_some_and(|r| r.iter().any(|r| r.action == Action::Emulate))
+        };
+        if !file.paths.is_empty() && !emulates("openat") {
+            return Err(invalid(
+                "path[0]".into(),
+                "no rule of this policy sends openat to the supervisor, so path rules cannot take effect (extends = \"default\" does)".into(),
+            ));
+        }
+        if (!file.net.is_empty() || file.net_default == model::NetAction::Deny) && !emulates("connect") {
+            return Err(invalid(
+                if file.net.is_empty() { "net_default" } else { "net[0]" }.into(),
+                "no rule of this policy sends connect to the supervisor, so net rules cannot take effect (extends = \"default\" does)".into(),
+            ));
+        }
         let policy = Policy {
             name: file.name.clone(),
             default_action: file.default_action,
@@ -543,6 +587,58 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_builds_on_default_unless_it_says_none() {
+        let p = Policy::from_toml("name = \"p\"\n[[path]]\npattern = \"/d/**\"\naccess = \"deny\"\n", "p").unwrap();
+        let default = Policy::load("default").unwrap();
+        assert_eq!(p.rules.len(), default.rules.len(), "the default's syscall rules");
+        assert!(p.pins_root(), "the default's hardening");
+        let none = Policy::from_toml("name = \"n\"\nextends = \"none\"\n", "n").unwrap();
+        assert!(none.rules.is_empty());
+        let e = Policy::from_toml("name = \"x\"\nextends = \"strict\"\n", "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("extends") && e.contains("\"none\""), "{e}");
+    }
+
+    #[test]
+    fn rules_that_cannot_take_effect_are_refused_with_their_name() {
+        let e = Policy::from_toml(
+            "name = \"n\"\nextends = \"none\"\n[[path]]\npattern = \"/d/**\"\naccess = \"deny\"\n",
+            "n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("path[0]") && e.contains("cannot take effect"), "{e}");
+        let e = Policy::from_toml("name = \"n\"\nextends = \"none\"\nnet_default = \"deny\"\n", "n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("net_default") && e.contains("cannot take effect"), "{e}");
+        let e = Policy::from_toml("name = \"p\"\n[[path]]\npattern = \"/d/\"\naccess = \"deny\"\n", "p")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("path[0].pattern") && e.contains("matches nothing") && e.contains("/d/**"),
+            "{e}"
+        );
+        let e = Policy::from_toml(
+            "name = \"p\"\n[[path]]\npattern = \"/a/../etc\"\naccess = \"deny\"\n",
+            "p",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("path[0].pattern"), "{e}");
+    }
+
+    #[test]
+    fn parse_errors_name_the_place_not_the_content() {
+        let text = "name = \"p\"\nAWS_SECRET_ACCESS_KEY = \"abc123\"\n";
+        let e = Policy::from_toml(text, "/etc/x").unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
+        assert!(!e.contains("abc123"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
 
     /// Every syscall of the table that can change a file is covered: a new
     /// one (by its name) must be classified, and each change is decided by

@@ -156,7 +156,8 @@ pub struct PolicyFile {
     #[serde(default)]
     pub description: String,
     /// A built-in policy whose rules follow this file's own (so this file's
-    /// rules take precedence: the first match decides).
+    /// rules take precedence: the first match decides). Absent: `default`;
+    /// `"none"`: no base, the file's rules alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extends: Option<String>,
     /// Action for syscalls that no rule names: `allow`, `deny`, `audit` or `kill`.

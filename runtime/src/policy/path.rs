@@ -58,6 +58,21 @@ impl PathPolicy {
             if !r.pattern.starts_with('/') {
                 return Err((i, format!("{:?} must be an absolute path", r.pattern)));
             }
+            // Paths are matched normalised, without a trailing slash: such a
+            // pattern would never match.
+            if r.pattern.len() > 1 && r.pattern.ends_with('/') {
+                let d = r.pattern.trim_end_matches('/');
+                return Err((
+                    i,
+                    format!("{:?} matches nothing (paths have no trailing /): write {d:?} for the directory itself or \"{d}/**\" for it and everything below", r.pattern),
+                ));
+            }
+            if r.pattern.split('/').any(|c| c == "." || c == "..") {
+                return Err((
+                    i,
+                    format!("{:?}: . and .. never appear in a normalised path", r.pattern),
+                ));
+            }
             if r.access != PathAccess::Allow {
                 let comps = r.pattern.split('/').filter(|c| !c.is_empty()).map(Component::compile);
                 restricted.push(comps.collect::<Result<_, _>>().map_err(|e| (i, e))?);

@@ -1,0 +1,380 @@
+//! The `org.cordon.*` annotations of a container's config.json, and the
+//! admin's gate on them.
+//!
+//! Whoever writes a container's config.json (a pod author, through an
+//! engine's `pod_annotations`) is not whoever runs the node. An annotation
+//! may therefore only choose among what the runtime configuration
+//! (`[annotations]` in `/etc/cordon/config.toml`, see [`AnnotationGate`])
+//! allows; by default the built-in policies other than `permissive` and
+//! policy files beneath `/etc/cordon/policies/`. The runtime's own
+//! settings (the config file, the global `--policy` and `--platform`
+//! flags) are the admin's and are not gated.
+//!
+//! Every key cordon reads is listed in [`KEYS`]; any other key starting
+//! with [`PREFIX`] is refused, so a misspelt key cannot be ignored
+//! silently. Errors are one line and never quote a file's content.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::{ConfigError, Platform, RuntimeConfig};
+use crate::policy::Enforcement;
+
+/// The prefix of every annotation cordon owns.
+pub const PREFIX: &str = "org.cordon.";
+/// Chooses the container's policy: a built-in name or a policy file.
+pub const POLICY: &str = "org.cordon.policy";
+/// Chooses the container's platform (`seccomp-notify` or `ptrace`).
+pub const PLATFORM: &str = "org.cordon.platform";
+/// Chooses where path rules are enforced (`kernel` or `supervisor`).
+pub const ENFORCEMENT: &str = "org.cordon.enforcement";
+
+/// One annotation cordon reads from config.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The annotation's name.
+    pub name: &'static str,
+    /// What it chooses, for `features` and error messages.
+    pub doc: &'static str,
+}
+
+/// Every annotation cordon reads from a container's config.json. A feature
+/// that reads a new key adds it here (and a list to [`AnnotationGate`]).
+pub const KEYS: &[Key] = &[
+    Key {
+        name: POLICY,
+        doc: "policy for this container: a built-in name or a policy file, among those [annotations] policies allows",
+    },
+    Key {
+        name: PLATFORM,
+        doc: "platform for this container: seccomp-notify or ptrace, among those [annotations] platforms allows",
+    },
+    Key {
+        name: ENFORCEMENT,
+        doc: "where path rules are enforced: kernel or supervisor, among those [annotations] enforcement allows",
+    },
+];
+
+/// What containers may choose through annotations: the `[annotations]`
+/// table of the runtime configuration.
+///
+/// ```toml
+/// [annotations]
+/// allow = true                                         # false: every org.cordon.* annotation is refused
+/// policies = ["default", "audit", "/etc/cordon/policies/"]
+/// platforms = ["seccomp-notify", "ptrace"]
+/// enforcement = ["kernel", "supervisor"]
+/// ```
+///
+/// An entry of `policies` is a built-in name, an absolute path (a policy
+/// file, or a directory whose files, at any depth, are allowed; symlinks
+/// are resolved first, so a link out of the directory is refused), or `*`
+/// (anything, the runtime's own choice included).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnnotationGate {
+    /// Whether containers may set `org.cordon.*` annotations at all.
+    #[serde(default = "yes")]
+    pub allow: bool,
+    /// What `org.cordon.policy` may name.
+    #[serde(default = "default_policies")]
+    pub policies: Vec<String>,
+    /// What `org.cordon.platform` may name.
+    #[serde(default = "default_platforms")]
+    pub platforms: Vec<String>,
+    /// What `org.cordon.enforcement` may name.
+    #[serde(default = "default_enforcement")]
+    pub enforcement: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_policies() -> Vec<String> {
+    vec!["default".into(), "audit".into(), "/etc/cordon/policies/".into()]
+}
+fn default_platforms() -> Vec<String> {
+    vec![Platform::SeccompNotify.name().into(), Platform::Ptrace.name().into()]
+}
+fn default_enforcement() -> Vec<String> {
+    vec![Enforcement::Kernel.name().into(), Enforcement::Supervisor.name().into()]
+}
+
+impl Default for AnnotationGate {
+    fn default() -> Self {
+        Self {
+            allow: true,
+            policies: default_policies(),
+            platforms: default_platforms(),
+            enforcement: default_enforcement(),
+        }
+    }
+}
+
+/// What a container runs with: from its annotations where the gate lets
+/// them choose, else from the runtime configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// Built-in policy name or policy file (a file chosen by annotation is
+    /// given as its resolved path).
+    pub policy: String,
+    /// Platform name (checked).
+    pub platform: String,
+    /// Enforcement level.
+    pub enforcement: Enforcement,
+}
+
+fn refused(msg: String) -> ConfigError {
+    ConfigError::Unsupported(msg)
+}
+
+impl AnnotationGate {
+    /// Checks a container's annotations and returns what it runs with.
+    ///
+    /// Errors (one line, naming the annotation): an unknown `org.cordon.*`
+    /// key (with the list of known ones), any `org.cordon.*` key when
+    /// `allow = false`, a value the gate does not list, a malformed value.
+    pub fn choose(&self, annotations: &HashMap<String, String>, config: &RuntimeConfig) -> Result<Choice, ConfigError> {
+        let mut ours: Vec<(&String, &String)> = annotations.iter().filter(|(k, _)| k.starts_with(PREFIX)).collect();
+        ours.sort();
+        for (k, _) in &ours {
+            if !KEYS.iter().any(|key| key.name == k.as_str()) {
+                let known: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+                return Err(refused(format!(
+                    "annotation {k}: unknown key (cordon reads {})",
+                    known.join(", ")
+                )));
+            }
+            if !self.allow {
+                return Err(refused(format!(
+                    "annotation {k}: containers may not choose cordon's settings on this node ([annotations] allow = false in the runtime config)"
+                )));
+            }
+        }
+        let policy = match annotations.get(POLICY) {
+            None => config.policy.clone(),
+            Some(v) => self.policy(v)?,
+        };
+        let platform = match annotations.get(PLATFORM) {
+            None => config.platform.clone(),
+            Some(v) => {
+                Platform::parse(v, &format!("annotation {PLATFORM}"))?;
+                listed(&self.platforms, v, PLATFORM, "platforms")?;
+                v.clone()
+            }
+        };
+        Platform::parse(&platform, "platform")?;
+        let enforcement = match annotations.get(ENFORCEMENT) {
+            None => Enforcement::Kernel,
+            Some(v) => {
+                let e = Enforcement::parse(v, &format!("annotation {ENFORCEMENT}")).map_err(refused)?;
+                listed(&self.enforcement, v, ENFORCEMENT, "enforcement")?;
+                e
+            }
+        };
+        Ok(Choice {
+            policy,
+            platform,
+            enforcement,
+        })
+    }
+
+    /// The policy `value` (an `org.cordon.policy` annotation) names, if the
+    /// gate allows it: the built-in name, or the file's resolved path.
+    fn policy(&self, value: &str) -> Result<String, ConfigError> {
+        let builtin = crate::policy::BUILTIN.iter().any(|(n, _)| *n == value);
+        if self.policies.iter().any(|p| p == "*") {
+            return Ok(value.to_string());
+        }
+        if builtin {
+            if self.policies.iter().any(|p| p == value) {
+                return Ok(value.to_string());
+            }
+        } else if value.starts_with('/') {
+            // Resolved before it is compared, so neither `..` nor a symlink
+            // leads out of an allowed directory. A path that does not
+            // resolve gets the same answer as one outside: whether a host
+            // file exists is none of the container's business.
+            if let Ok(real) = std::fs::canonicalize(value) {
+                if self
+                    .policies
+                    .iter()
+                    .filter(|p| p.starts_with('/'))
+                    .any(|p| beneath(&real, Path::new(p)))
+                {
+                    return Ok(real.to_string_lossy().into_owned());
+                }
+            }
+        }
+        Err(refused(format!(
+            "annotation {POLICY}: {value:?} is not a policy containers may choose on this node (allowed: {}; see [annotations] policies in the runtime config)",
+            describe(&self.policies)
+        )))
+    }
+}
+
+/// Whether `real` (resolved) is the file `entry` or lies beneath the
+/// directory `entry` (resolved too when it exists).
+fn beneath(real: &Path, entry: &Path) -> bool {
+    let entry: PathBuf = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.to_path_buf());
+    real.starts_with(&entry)
+}
+
+fn listed(list: &[String], value: &str, key: &str, field: &str) -> Result<(), ConfigError> {
+    if list.iter().any(|v| v == value || v == "*") {
+        return Ok(());
+    }
+    Err(refused(format!(
+        "annotation {key}: {value:?} is not allowed on this node (allowed: {}; see [annotations] {field} in the runtime config)",
+        describe(list)
+    )))
+}
+
+fn describe(list: &[String]) -> String {
+    if list.is_empty() {
+        return "none".into();
+    }
+    list.iter()
+        .map(|p| {
+            if p.starts_with('/') && p.ends_with('/') {
+                format!("files under {p}")
+            } else {
+                p.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ann(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn choose(gate: &AnnotationGate, pairs: &[(&str, &str)]) -> Result<Choice, String> {
+        gate.choose(&ann(pairs), &RuntimeConfig::default())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn without_annotations_the_runtime_config_decides() {
+        let cfg = RuntimeConfig {
+            policy: "permissive".into(),
+            ..Default::default()
+        };
+        let c = AnnotationGate::default().choose(&HashMap::new(), &cfg).unwrap();
+        assert_eq!(c.policy, "permissive", "the admin's own choice is not gated");
+        assert_eq!(c.platform, "seccomp-notify");
+        assert_eq!(c.enforcement, Enforcement::Kernel);
+    }
+
+    #[test]
+    fn by_default_only_builtins_other_than_permissive() {
+        let g = AnnotationGate::default();
+        assert_eq!(choose(&g, &[(POLICY, "audit")]).unwrap().policy, "audit");
+        assert_eq!(choose(&g, &[(POLICY, "default")]).unwrap().policy, "default");
+        let e = choose(&g, &[(POLICY, "permissive")]).unwrap_err();
+        assert!(e.contains("org.cordon.policy") && e.contains("\"permissive\""), "{e}");
+        assert!(e.contains("files under /etc/cordon/policies/"), "{e}");
+    }
+
+    #[test]
+    fn host_files_are_refused_without_a_word_of_them() {
+        let dir = std::env::temp_dir().join(format!("cordon-gate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("secrets.env");
+        std::fs::write(&secret, "AWS_SECRET_ACCESS_KEY = \"abc\"\n").unwrap();
+        let g = AnnotationGate::default();
+        let e = choose(&g, &[(POLICY, secret.to_str().unwrap())]).unwrap_err();
+        assert!(!e.contains("AWS") && !e.contains("abc"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+        // A missing file reads the same as an existing one outside.
+        let e2 = choose(&g, &[(POLICY, dir.join("nope").to_str().unwrap())]).unwrap_err();
+        assert!(e2.contains("is not a policy containers may choose"), "{e2}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn allowed_directories_are_matched_after_resolving() {
+        let dir = std::env::temp_dir().join(format!("cordon-gate-dir-{}", std::process::id()));
+        let allowed = dir.join("policies");
+        std::fs::create_dir_all(allowed.join("team")).unwrap();
+        std::fs::write(allowed.join("team/p.toml"), "").unwrap();
+        std::fs::write(dir.join("outside.toml"), "").unwrap();
+        std::os::unix::fs::symlink(dir.join("outside.toml"), allowed.join("link.toml")).unwrap();
+        let g = AnnotationGate {
+            policies: vec![format!("{}/", allowed.display())],
+            ..Default::default()
+        };
+        let inside = allowed.join("team/p.toml");
+        assert_eq!(
+            choose(&g, &[(POLICY, inside.to_str().unwrap())]).unwrap().policy,
+            inside.to_str().unwrap()
+        );
+        let dotdot = format!("{}/../outside.toml", allowed.display());
+        assert!(choose(&g, &[(POLICY, &dotdot)]).is_err(), "`..` out of the directory");
+        assert!(
+            choose(&g, &[(POLICY, allowed.join("link.toml").to_str().unwrap())]).is_err(),
+            "a symlink out of the directory"
+        );
+        assert!(choose(&g, &[(POLICY, "default")]).is_err(), "not listed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_the_known_ones() {
+        let e = choose(&AnnotationGate::default(), &[("org.cordon.polcy", "audit")]).unwrap_err();
+        assert!(e.contains("org.cordon.polcy") && e.contains("org.cordon.policy"), "{e}");
+        // Other prefixes are not cordon's business.
+        assert!(choose(&AnnotationGate::default(), &[("org.cordonx", "1"), ("io.k8s.x", "y")]).is_ok());
+    }
+
+    #[test]
+    fn allow_false_refuses_every_key() {
+        let g = AnnotationGate {
+            allow: false,
+            ..Default::default()
+        };
+        let e = choose(&g, &[(POLICY, "default")]).unwrap_err();
+        assert!(e.contains("allow = false"), "{e}");
+        assert!(choose(&g, &[]).is_ok());
+    }
+
+    #[test]
+    fn platform_and_enforcement_are_gated_and_checked() {
+        let g = AnnotationGate {
+            platforms: vec!["seccomp-notify".into()],
+            enforcement: vec!["kernel".into()],
+            ..Default::default()
+        };
+        assert!(choose(&g, &[(PLATFORM, "ptrace")])
+            .unwrap_err()
+            .contains("[annotations] platforms"));
+        assert!(choose(&g, &[(ENFORCEMENT, "supervisor")])
+            .unwrap_err()
+            .contains("[annotations] enforcement"));
+        assert!(choose(&g, &[(PLATFORM, "kvm")]).unwrap_err().contains("not supported"));
+        assert!(choose(&g, &[(ENFORCEMENT, "fast")])
+            .unwrap_err()
+            .contains("not an enforcement level"));
+        let d = AnnotationGate::default();
+        assert_eq!(choose(&d, &[(PLATFORM, "ptrace")]).unwrap().platform, "ptrace");
+        assert_eq!(
+            choose(&d, &[(ENFORCEMENT, "supervisor")]).unwrap().enforcement,
+            Enforcement::Supervisor
+        );
+    }
+
+    #[test]
+    fn a_wildcard_allows_anything() {
+        let g = AnnotationGate {
+            policies: vec!["*".into()],
+            ..Default::default()
+        };
+        assert_eq!(choose(&g, &[(POLICY, "permissive")]).unwrap().policy, "permissive");
+        assert_eq!(choose(&g, &[(POLICY, "/x/y.toml")]).unwrap().policy, "/x/y.toml");
+    }
+}
