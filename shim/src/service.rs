@@ -43,6 +43,30 @@ fn state_root(namespace: &str, options_root: Option<&str>) -> PathBuf {
     }
 }
 
+/// The runtime config file of this runtime name: `ConfigPath` of
+/// containerd's `runtimeoptions.v1.Options` (field 2, a string), which CRI
+/// sends for a runtime type it has no options type of, such as
+/// `io.containerd.cordon.v2` (a runtime's `options.ConfigPath` in
+/// containerd's config). `None` for other options or an empty path.
+fn config_path(any: &containerd_shim::protos::protobuf::well_known_types::any::Any) -> Option<PathBuf> {
+    use containerd_shim::protos::protobuf::rt::WireType;
+    use containerd_shim::protos::protobuf::CodedInputStream;
+    if !any.type_url.ends_with("runtimeoptions.v1.Options") {
+        return None;
+    }
+    let mut is = CodedInputStream::from_bytes(&any.value);
+    let mut path = None;
+    while let Ok(Some(tag)) = is.read_raw_tag_or_eof() {
+        let wire = WireType::new(tag & 7)?;
+        if tag >> 3 == 2 && wire == WireType::LengthDelimited {
+            path = Some(is.read_string().ok()?);
+        } else if is.skip_field(wire).is_err() {
+            return None;
+        }
+    }
+    path.filter(|p| !p.is_empty()).map(PathBuf::from)
+}
+
 fn err(code: Code, msg: impl Into<String>) -> ttrpc::Error {
     ttrpc::Error::RpcStatus(ttrpc::get_status(code, msg.into()))
 }
@@ -360,7 +384,10 @@ impl Service {
             .and_then(|a| api::Options::parse_from_bytes(&a.value).ok())
             .unwrap_or_default();
         let root = state_root(&self.inner.namespace, Some(&options.root));
-        let rt = Runtime::new(&root, options.systemd_cgroup).map_err(rt_err)?;
+        let mut rt = Runtime::new(&root, options.systemd_cgroup).map_err(rt_err)?;
+        if let Some(path) = req.options.as_ref().and_then(config_path) {
+            rt.config = cordon::config::RuntimeConfig::load_from(&path).map_err(|e| rt_err(e.into()))?;
+        }
         let bundle = PathBuf::from(&req.bundle);
         let _ = std::fs::write(bundle.join(ROOT_FILE), rt.root.display().to_string());
         let rootfs = bundle.join("rootfs");
@@ -892,5 +919,42 @@ impl containerd_shim::Task for Service {
             self.inner.exit.signal();
         }
         Ok(api::Empty::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use containerd_shim::protos::protobuf::well_known_types::any::Any;
+
+    /// `runtimeoptions.v1.Options { type_url = "t", config_path = path }`,
+    /// encoded as containerd does.
+    fn options(type_url: &str, path: &str) -> Any {
+        let mut value = vec![0x0a, 1, b't'];
+        value.extend([0x12, path.len() as u8]);
+        value.extend(path.as_bytes());
+        Any {
+            type_url: type_url.into(),
+            value,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn config_path_comes_from_cri_runtime_options_only() {
+        let cri = "type.googleapis.com/runtimeoptions.v1.Options";
+        assert_eq!(
+            config_path(&options(cri, "/etc/cordon/audit.toml")),
+            Some(PathBuf::from("/etc/cordon/audit.toml"))
+        );
+        assert_eq!(config_path(&options(cri, "")), None);
+        assert_eq!(
+            config_path(&options("containerd.runc.v1.Options", "/x")),
+            None,
+            "runc's options have no config path"
+        );
+        let mut broken = options(cri, "/x");
+        broken.value.truncate(5);
+        assert_eq!(config_path(&broken), None);
     }
 }

@@ -18,6 +18,11 @@ use super::*;
 
 /// The RuntimeClass handler name.
 const HANDLER: &str = "cordon";
+/// A RuntimeClass handler whose runtime options name a runtime config
+/// file (`options.ConfigPath`) choosing the `audit` policy.
+const AUDIT_HANDLER: &str = "cordon-audit";
+/// That file, in containerd's private directory.
+const AUDIT_CONFIG: &str = "cordon-audit.toml";
 /// containerd's namespace for CRI.
 const K8S_NS: &str = "k8s.io";
 
@@ -39,6 +44,10 @@ pub(super) fn cri_config(d: &Path) -> String {
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{HANDLER}]
       runtime_type = "io.containerd.cordon.v2"
       pod_annotations = ["org.cordon.*"]
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{AUDIT_HANDLER}]
+      runtime_type = "io.containerd.cordon.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{AUDIT_HANDLER}.options]
+        ConfigPath = "{d}/{AUDIT_CONFIG}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{d}/cni/bin"
     conf_dir = "{d}/cni/conf"
@@ -101,8 +110,30 @@ macro_rules! cri {
 /// leaves nothing behind.
 #[test]
 fn cri_pod_with_runtime_handler_cordon() {
+    cordon_pod(
+        HANDLER,
+        HashMap::from([("org.cordon.policy".to_string(), "audit".to_string())]),
+    );
+}
+
+/// The same pod without annotations under the handler `cordon-audit`,
+/// whose runtime options' `ConfigPath` is a runtime config file with
+/// `policy = "audit"`: one node, two runtime names, two policies.
+#[test]
+fn cri_runtime_options_choose_the_policy() {
+    cordon_pod(AUDIT_HANDLER, HashMap::new());
+}
+
+/// Runs a pod under `handler` with pod `annotations` and checks it ran
+/// under the `audit` policy.
+fn cordon_pod(handler: &str, annotations: HashMap<String, String>) {
     let _g = serial();
     let c = Containerd::start_with(true);
+    std::fs::write(
+        c.dir.as_ref().unwrap().path().join(AUDIT_CONFIG),
+        "policy = \"audit\"\n",
+    )
+    .unwrap();
     require_shim(&c);
     c.import_image(K8S_NS, "cordon-pause");
     c.import_image(K8S_NS, "cordon-busybox");
@@ -122,7 +153,7 @@ fn cri_pod_with_runtime_handler_cordon() {
             attempt: 0,
         }),
         log_directory: logs.to_string_lossy().into_owned(),
-        annotations: HashMap::from([("org.cordon.policy".to_string(), "audit".to_string())]),
+        annotations,
         linux: Some(LinuxPodSandboxConfig {
             security_context: Some(LinuxSandboxSecurityContext {
                 namespace_options: Some(NamespaceOption {
@@ -140,7 +171,7 @@ fn cri_pod_with_runtime_handler_cordon() {
         run_pod_sandbox,
         RunPodSandboxRequest {
             config: Some(sandbox_config.clone()),
-            runtime_handler: HANDLER.into(),
+            runtime_handler: handler.into(),
         }
     )
     .pod_sandbox_id;
@@ -158,7 +189,7 @@ fn cri_pod_with_runtime_handler_cordon() {
         PodSandboxState::SandboxReady as i32,
         "sandbox: {status:?}"
     );
-    assert_eq!(status.runtime_handler, HANDLER, "sandbox: {status:?}");
+    assert_eq!(status.runtime_handler, handler, "sandbox: {status:?}");
 
     let ctr = cri!(
         cri,
