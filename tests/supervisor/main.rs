@@ -266,6 +266,18 @@ fn file_policy_denies_every_alias_of_a_denied_file() {
     assert!(denied
         .iter()
         .any(|r| r["detail"].as_str().unwrap().starts_with("/secret/key")));
+    // Each denial names the rule that decided, as `policy show` numbers it.
+    let key = denied
+        .iter()
+        .find(|r| r["detail"].as_str().unwrap().starts_with("/secret/key"))
+        .unwrap();
+    assert_eq!(key["rule"], "path[0] \"/secret/**\" deny", "{key}");
+    assert!(
+        denied
+            .iter()
+            .all(|r| r["rule"].as_str().is_some_and(|r| r.starts_with("path["))),
+        "{denied:?}"
+    );
 }
 
 #[test]
@@ -372,6 +384,7 @@ fn egress_policy_on_connect_sendto_sendmsg() {
         (r["syscall"].as_str(), r["action"].as_str(), r["result"].as_str()),
         (Some("connect"), Some("deny"), Some("EPERM"))
     );
+    assert_eq!(r["rule"], "net[0] 127.0.0.1/32", "the rule that denied: {r}");
     let r = find("127.0.0.1:8080").expect("audit of the allowed connect");
     // The probe connects without blocking: the emulated connect keeps that.
     assert_eq!(r["result"], "EINPROGRESS");

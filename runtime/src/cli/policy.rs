@@ -83,8 +83,13 @@ fn print_record(r: &Record, json: bool) {
     if json {
         println!("{}", serde_json::to_string(r).unwrap_or_default());
     } else {
+        let by = r
+            .rule
+            .as_deref()
+            .map(|rule| format!(" by {}", escaped(rule)))
+            .unwrap_or_default();
         println!(
-            "{} pid={} {} {} -> {} ({})",
+            "{} pid={} {} {} -> {} ({}{by})",
             r.time,
             r.pid,
             escaped(&r.syscall),

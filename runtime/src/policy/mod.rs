@@ -247,6 +247,14 @@ pub enum PolicyError {
     NotFound(String),
 }
 
+/// `label: note`, or `label` without a note.
+fn with_note(label: String, note: &Option<String>) -> String {
+    match note {
+        Some(n) if !n.is_empty() => format!("{label}: {n}"),
+        _ => label,
+    }
+}
+
 /// A TOML parse error as one line: where (line and column, 1-based) and
 /// what, without the excerpt of the file the error's `Display` quotes (the
 /// file may not be a policy at all, and the message may be shown to
@@ -283,6 +291,9 @@ pub struct Rule {
     pub action: Action,
     /// Errno for [`Action::Deny`].
     pub errno: i32,
+    /// Index of the rule in the policy's `syscall` list (as `cordon policy
+    /// show` prints it: the file's own rules, then its base's).
+    pub index: usize,
 }
 
 /// A validated, compiled policy.
@@ -436,6 +447,7 @@ impl Policy {
                     args: r.args.clone(),
                     action: r.action,
                     errno,
+                    index: i,
                 });
             }
         }
@@ -571,6 +583,48 @@ impl Policy {
             && self.always_refuses("clone3")
             && self.refuses_with_flag("unshare", newuser)
             && self.refuses_with_flag("clone", newuser)
+    }
+
+    /// The syscall rule that decides syscall `nr` with argument registers
+    /// `args` (`syscall[I]` and its note), or `default_action`.
+    pub fn explain_syscall(&self, nr: u32, args: &[u64; 6]) -> String {
+        let rule = self
+            .rules
+            .get(&nr)
+            .and_then(|rules| rules.iter().find(|r| r.args.iter().all(|a| a.matches(args))));
+        match rule.and_then(|r| self.source.syscalls.get(r.index).map(|s| (r.index, s))) {
+            Some((i, s)) => with_note(format!("syscall[{i}]"), &s.note),
+            None => "default_action".into(),
+        }
+    }
+
+    /// The path rule behind a refusal about `path`, for the audit trail:
+    /// `path[I] "PATTERN" ACCESS` and its note, where `I` indexes the rules
+    /// `cordon policy show` prints for this policy (a base policy's follow
+    /// the file's own). `None` when no rule restricts `path`.
+    pub fn explain_path(&self, path: &str) -> Option<String> {
+        let i = self.paths.deciding_rule(path)?;
+        let r = self.source.paths.get(i)?;
+        let access = match r.access {
+            PathAccess::Allow => "allow",
+            PathAccess::Deny => "deny",
+            PathAccess::ReadOnly => "read-only",
+        };
+        Some(with_note(format!("path[{i}] {:?} {access}", r.pattern), &r.note))
+    }
+
+    /// The net rule (`net[I] CIDR`, its note) or `net_default` that decided
+    /// a connection to `addr`:`port`, for the audit trail.
+    pub fn explain_net(&self, addr: std::net::IpAddr, port: u16) -> String {
+        match self
+            .net
+            .decide_by(addr, port)
+            .1
+            .and_then(|i| self.source.net.get(i).map(|r| (i, r)))
+        {
+            Some((i, r)) => with_note(format!("net[{i}] {}", r.cidr), &r.note),
+            None => "net_default".into(),
+        }
     }
 
     /// Whether any rule can send a syscall to the supervisor.

@@ -40,12 +40,18 @@ impl NetPolicy {
     /// The verdict for a destination address and port. IPv4-mapped IPv6
     /// addresses (`::ffff:a.b.c.d`) are matched as IPv4.
     pub fn decide(&self, addr: IpAddr, port: u16) -> NetAction {
+        self.decide_by(addr, port).0
+    }
+
+    /// [`Self::decide`], with the index (in rule order) of the rule that
+    /// decided; `None` for `net_default`.
+    pub fn decide_by(&self, addr: IpAddr, port: u16) -> (NetAction, Option<usize>) {
         let one = |a: IpAddr| {
             self.rules
                 .iter()
-                .find(|(net, ports, _)| net.contains(&a) && (ports.is_empty() || ports.contains(&port)))
-                .map(|&(_, _, a)| a)
-                .unwrap_or(self.default)
+                .position(|(net, ports, _)| net.contains(&a) && (ports.is_empty() || ports.contains(&port)))
+                .map(|i| (self.rules[i].2, Some(i)))
+                .unwrap_or((self.default, None))
         };
         match addr {
             IpAddr::V6(v6) => {
@@ -59,7 +65,7 @@ impl NetPolicy {
                 let embedded = (o[..12] == [0; 12] || o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])
                     .then(|| IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])));
                 match (one(addr), embedded.map(one)) {
-                    (NetAction::Deny, _) | (_, Some(NetAction::Deny)) => NetAction::Deny,
+                    (d @ (NetAction::Deny, _), _) | (_, Some(d @ (NetAction::Deny, _))) => d,
                     (a, _) => a,
                 }
             }

@@ -11,8 +11,9 @@ use super::model::{PathAccess, PathRule};
 #[derive(Debug, Clone, Default)]
 pub struct PathPolicy {
     rules: Vec<(GlobMatcher, Option<GlobMatcher>, PathAccess)>,
-    /// The components of each restrictive rule's pattern, compiled.
-    restricted: Vec<Vec<Component>>,
+    /// The components of each restrictive rule's pattern, compiled, with
+    /// the rule's index.
+    restricted: Vec<(usize, Vec<Component>)>,
 }
 
 /// One `/`-separated component of a pattern, for [`PathPolicy::restricts_below`].
@@ -75,7 +76,7 @@ impl PathPolicy {
             }
             if r.access != PathAccess::Allow {
                 let comps = r.pattern.split('/').filter(|c| !c.is_empty()).map(Component::compile);
-                restricted.push(comps.collect::<Result<_, _>>().map_err(|e| (i, e))?);
+                restricted.push((i, comps.collect::<Result<_, _>>().map_err(|e| (i, e))?));
             }
             let glob = GlobBuilder::new(&r.pattern)
                 .literal_separator(true)
@@ -113,7 +114,26 @@ impl PathPolicy {
     /// restricts below `/rw` and `/rw/a`, not below `/rw/a/public`.
     pub fn restricts_below(&self, dir: &str) -> bool {
         let comps: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
-        self.restricted.iter().any(|pat| may_match_below(pat, &comps))
+        self.restricted.iter().any(|(_, pat)| may_match_below(pat, &comps))
+    }
+
+    /// The index (in rule order) of the rule that refuses something about
+    /// `path`: the first rule matching it if that rule restricts, else the
+    /// first restrictive rule that applies below it (see
+    /// [`Self::restricts_below`]). `None` when no rule restricts it.
+    pub fn deciding_rule(&self, path: &str) -> Option<usize> {
+        let first = self
+            .rules
+            .iter()
+            .position(|(g, dir, _)| g.is_match(path) || dir.as_ref().is_some_and(|d| d.is_match(trim_slashes(path))));
+        if let Some(i) = first.filter(|&i| self.rules[i].2 != PathAccess::Allow) {
+            return Some(i);
+        }
+        let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        self.restricted
+            .iter()
+            .find(|(_, pat)| may_match_below(pat, &comps))
+            .map(|&(i, _)| i)
     }
 
     /// Whether an open of `path` with open(2) `flags` is allowed.

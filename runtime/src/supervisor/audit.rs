@@ -39,6 +39,11 @@ pub struct Record {
     pub action: String,
     /// What the caller got: a value, an errno name, or `continue`.
     pub result: String,
+    /// The policy rule that decided (`path[3] "/proc/kcore" deny: note`,
+    /// `net[0] 10.0.0.0/8`, `syscall[5]: note`, `net_default`,
+    /// `default_action`); absent when no rule did (an emulation, an event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// Appends records to the audit file.
@@ -87,9 +92,14 @@ impl AuditLog {
     /// Appends one record. Failures are ignored: a full disk must not turn
     /// into a denied syscall, and the decision itself was already taken.
     pub fn record(&self, pid: i32, syscall: &str, detail: &str, action: &str, result: &str) {
+        self.record_by(pid, syscall, detail, action, result, None);
+    }
+
+    /// [`Self::record`], naming the policy rule that decided.
+    pub fn record_by(&self, pid: i32, syscall: &str, detail: &str, action: &str, result: &str, rule: Option<&str>) {
         let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let Some(f) = guard.as_mut() else { return };
-        let line = line(std::time::SystemTime::now(), pid, syscall, detail, action, result);
+        let line = line(std::time::SystemTime::now(), pid, syscall, detail, action, result, rule);
         if f.write_all(&line).is_err() {
             return;
         }
@@ -109,7 +119,15 @@ impl AuditLog {
 
 /// One record as a JSON line (a [`Record`] with `time` at `at`), written
 /// straight from the borrowed fields: this runs once per intercepted call.
-fn line(at: std::time::SystemTime, pid: i32, syscall: &str, detail: &str, action: &str, result: &str) -> Vec<u8> {
+fn line(
+    at: std::time::SystemTime,
+    pid: i32,
+    syscall: &str,
+    detail: &str,
+    action: &str,
+    result: &str,
+    rule: Option<&str>,
+) -> Vec<u8> {
     let time = chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let mut out = Vec::with_capacity(96 + syscall.len() + detail.len() + action.len() + result.len());
     out.extend_from_slice(b"{\"time\":\"");
@@ -126,6 +144,10 @@ fn line(at: std::time::SystemTime, pid: i32, syscall: &str, detail: &str, action
     string(&mut out, action);
     out.extend_from_slice(b",\"result\":");
     string(&mut out, result);
+    if let Some(rule) = rule {
+        out.extend_from_slice(b",\"rule\":");
+        string(&mut out, rule);
+    }
     out.extend_from_slice(b"}\n");
     out
 }
@@ -150,7 +172,15 @@ mod tests {
     fn lines_are_records() {
         use std::time::{Duration, UNIX_EPOCH};
         let at = UNIX_EPOCH + Duration::from_secs(1_795_997_999);
-        let l = line(at, 42, "openat", "/etc/\"x\"\n\u{1}", "deny", "EACCES");
+        let l = line(
+            at,
+            42,
+            "openat",
+            "/etc/\"x\"\n\u{1}",
+            "deny",
+            "EACCES",
+            Some("path[0] \"/etc/**\" deny"),
+        );
         assert_eq!(*l.last().unwrap(), b'\n');
         let r: Record = serde_json::from_slice(&l).unwrap();
         assert_eq!(
@@ -162,6 +192,7 @@ mod tests {
                 detail: "/etc/\"x\"\n\u{1}".into(),
                 action: "deny".into(),
                 result: "EACCES".into(),
+                rule: Some("path[0] \"/etc/**\" deny".into()),
             }
         );
     }

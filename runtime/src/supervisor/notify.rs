@@ -188,9 +188,11 @@ pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
     let notif = ctx.notif;
     let (action, errno) = ctx.sup.policy.decide(nr, &notif.data.args);
     match action {
-        Action::Audit => Outcome::new(Reply::Continue, "audit", syscalls::summary(name, notif)),
+        Action::Audit => Outcome::new(Reply::Continue, "audit", syscalls::summary(name, notif))
+            .by(Some(ctx.sup.policy.explain_syscall(nr, &notif.data.args))),
         Action::Emulate => syscalls::dispatch(ctx, name),
-        Action::Deny => Outcome::new(Reply::Errno(errno), "deny", syscalls::summary(name, notif)),
+        Action::Deny => Outcome::new(Reply::Errno(errno), "deny", syscalls::summary(name, notif))
+            .by(Some(ctx.sup.policy.explain_syscall(nr, &notif.data.args))),
         Action::Allow => Outcome::new(Reply::Continue, "allow", syscalls::summary(name, notif)),
         Action::Kill => {
             if let Ok(pidfd) = sys::pidfd_open(notif.pid as i32) {
@@ -226,8 +228,14 @@ fn finish(sup: &Supervisor, listener: BorrowedFd<'_>, notif: &libc::seccomp_noti
         Err(e) => format!("answer failed: {e}"),
     };
     if out.record {
-        sup.audit
-            .record(notif.pid as i32, name, &out.detail, out.action, &result);
+        sup.audit.record_by(
+            notif.pid as i32,
+            name,
+            &out.detail,
+            out.action,
+            &result,
+            out.rule.as_deref(),
+        );
     }
 }
 

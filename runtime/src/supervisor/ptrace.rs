@@ -315,6 +315,7 @@ impl Loop {
                     action,
                     detail: "too many blocked calls".into(),
                     record,
+                    rule: None,
                 };
                 return self.answer(tid, regs, &notif, name, out);
             }
@@ -394,9 +395,14 @@ impl Loop {
             Err(e) => format!("answer failed: {e}"),
         };
         if out.record {
-            self.sup
-                .audit
-                .record(notif.pid as i32, name, &out.detail, out.action, &result);
+            self.sup.audit.record_by(
+                notif.pid as i32,
+                name,
+                &out.detail,
+                out.action,
+                &result,
+                out.rule.as_deref(),
+            );
         }
     }
 
@@ -414,12 +420,14 @@ impl Loop {
             }
         }
         if denied {
-            self.sup.audit.record(
+            let rule = path.as_deref().and_then(|p| self.sup.policy.explain_path(p));
+            self.sup.audit.record_by(
                 pid,
                 "execve",
                 path.as_deref().unwrap_or("?"),
                 if denied { "deny" } else { "audit" },
                 if denied { "killed" } else { "exec" },
+                rule.as_deref(),
             );
         }
         let _ = pt::cont(pid, 0);

@@ -24,7 +24,7 @@ pub fn fs(ctx: &Ctx<'_>, name: &str) -> Outcome {
     let mut detail = String::new();
     let reply = match run(ctx, name, &mut detail) {
         Ok(v) => Reply::Value(v),
-        Err(Denied::Policy(p)) => return Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+        Err(Denied::Policy(p)) => return Outcome::path_denied(ctx, p),
         Err(Denied::Errno(e)) => Reply::Errno(e),
     };
     Outcome::new(reply, "allow", detail)

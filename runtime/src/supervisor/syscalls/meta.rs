@@ -56,7 +56,7 @@ pub fn meta(ctx: &Ctx<'_>, name: &str) -> Outcome {
     let mut detail = String::new();
     match run(ctx, name, &mut detail) {
         Ok(v) => Outcome::new(Reply::Value(v), "allow", detail),
-        Err(Denied::Policy(p)) => Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+        Err(Denied::Policy(p)) => Outcome::path_denied(ctx, p),
         Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
     }
 }

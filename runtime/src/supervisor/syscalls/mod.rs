@@ -111,6 +111,9 @@ pub struct Outcome {
     pub detail: String,
     /// Whether to write an audit record.
     pub record: bool,
+    /// The policy rule that decided, when one did (see
+    /// [`crate::policy::Policy::explain_path`]).
+    pub rule: Option<String>,
 }
 
 impl Outcome {
@@ -121,7 +124,21 @@ impl Outcome {
             action,
             detail,
             record: true,
+            rule: None,
         }
+    }
+
+    /// This outcome, naming the rule that decided it.
+    pub fn by(mut self, rule: Option<String>) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// A refusal of container path `path` by a path rule: EACCES, naming
+    /// the rule.
+    pub fn path_denied(ctx: &Ctx<'_>, path: String) -> Self {
+        let rule = ctx.sup.policy.explain_path(&path);
+        Self::new(Reply::Errno(libc::EACCES), "deny", path).by(rule)
     }
 }
 

@@ -137,12 +137,15 @@ impl Addr {
     }
 }
 
-/// Policy verdict on a copied address: `Err(EPERM)` when denied. `send`:
-/// the address of a sendto/sendmsg (see [`Addr::send_ip`]).
-fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> Result<(), i32> {
+/// Policy verdict on a copied address: `Err((EPERM, rule))` when denied,
+/// with the rule that denied (see [`crate::policy::Policy::explain_net`]).
+/// `send`: the address of a sendto/sendmsg (see [`Addr::send_ip`]).
+fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> Result<(), (i32, String)> {
     let dest = if send { addr.send_ip() } else { addr.ip() };
     match dest {
-        Some((ip, port)) if ctx.sup.policy.net.decide(ip, port) == NetAction::Deny => Err(libc::EPERM),
+        Some((ip, port)) if ctx.sup.policy.net.decide(ip, port) == NetAction::Deny => {
+            Err((libc::EPERM, ctx.sup.policy.explain_net(ip, port)))
+        }
         _ => Ok(()),
     }
 }
@@ -243,13 +246,13 @@ fn prepare(ctx: &Ctx<'_>, addr: &Addr, send: bool, detail: &str) -> Result<Prepa
     if !ctx.still_valid() {
         return Err(out(libc::EINTR, "emulate"));
     }
-    check(ctx, addr, send).map_err(|e| out(e, "deny"))?;
+    check(ctx, addr, send).map_err(|(e, rule)| out(e, "deny").by(Some(rule)))?;
     let creds = ctx.creds().map_err(|_| out(libc::ESRCH, "allow"))?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, "allow"))?;
     let (addr, dir) = match unix_in_root(ctx, addr, &creds) {
         Ok(Some((b, d))) => (b, Some(d)),
         Ok(None) => (addr.bytes.clone(), None),
-        Err(Denied::Policy(p)) => return Err(Outcome::new(Reply::Errno(libc::EACCES), "deny", p)),
+        Err(Denied::Policy(p)) => return Err(Outcome::path_denied(ctx, p)),
         Err(Denied::Errno(e)) => return Err(out(e, "allow")),
     };
     Ok(Prepared { sock, addr, dir, creds })
@@ -405,7 +408,7 @@ pub fn bind(ctx: &Ctx<'_>) -> Outcome {
     });
     match r {
         Ok(Ok(Ok(reply))) => Outcome::new(reply, "allow", detail),
-        Ok(Ok(Err(Denied::Policy(p)))) => Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+        Ok(Ok(Err(Denied::Policy(p)))) => Outcome::path_denied(ctx, p),
         Ok(Ok(Err(Denied::Errno(e)))) => out(e, "allow"),
         _ => out(libc::EPERM, "allow"),
     }
@@ -685,8 +688,8 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
         return Ok(Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail));
     }
     if let Some(a) = &addr {
-        if let Err(e) = check(ctx, a, true) {
-            return Ok(Outcome::new(Reply::Errno(e), "deny", detail));
+        if let Err((e, rule)) = check(ctx, a, true) {
+            return Ok(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
         }
     }
     let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
@@ -723,7 +726,7 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
         Ok(Some(Some((b, d)))) => (Some(b), Some(d)),
         Ok(Some(None)) => (addr.as_ref().map(|a| a.bytes.clone()), None),
         Ok(None) => (None, None),
-        Err(Denied::Policy(p)) => return Ok(Outcome::new(Reply::Errno(libc::EACCES), "deny", p)),
+        Err(Denied::Policy(p)) => return Ok(Outcome::path_denied(ctx, p)),
         Err(Denied::Errno(e)) => return Err(e),
     };
     let flags = ctx.arg(2) as i32;

@@ -67,17 +67,21 @@ pub fn open(ctx: &Ctx<'_>, name: &str) -> Outcome {
                     }
                     Ok(Done::MayBlock) => Outcome::new(Reply::Errno(libc::EAGAIN), "allow", detail),
                     Ok(Done::Continue) => Outcome::new(Reply::Continue, "allow", detail),
-                    Err(Denied::Policy(p)) => Outcome::new(Reply::Errno(libc::EACCES), "deny", p),
+                    Err(Denied::Policy(p)) => Outcome::path_denied(ctx, p),
                     Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
                 }
             });
             Outcome::new(Reply::Blocking(job), "allow", String::new())
         }
-        Err(Denied::Policy(p)) => Outcome::new(
-            Reply::Errno(libc::EACCES),
-            "deny",
-            format!("{p} {}", flags_str(req.flags)),
-        ),
+        Err(Denied::Policy(p)) => {
+            let rule = ctx.sup.policy.explain_path(&p);
+            Outcome::new(
+                Reply::Errno(libc::EACCES),
+                "deny",
+                format!("{p} {}", flags_str(req.flags)),
+            )
+            .by(rule)
+        }
         Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
     }
 }
