@@ -142,7 +142,7 @@ fn structured(data: &[u8]) -> PolicyFile {
     let mut file = PolicyFile {
         name: "fuzz".into(),
         description: String::new(),
-        extends: (b.u8() % 4 == 0).then(|| "default".to_string()),
+        extends: Some(if b.u8() % 4 == 0 { "default" } else { "none" }.to_string()),
         default_action: action(b.u8()),
         default_errno: None,
         syscalls: Vec::new(),
