@@ -1989,6 +1989,65 @@ fn podman_run_uname_is_emulated_by_cordon() {
     p.assert_gone(&id.expect("podman wrote no --cidfile"));
 }
 
+/// `podman --runtime-flag policy=permissive`: podman passes it as cordon's
+/// global `--policy`, an admin's choice no annotation could make, so
+/// nothing is emulated and the host's release shows.
+#[test]
+fn podman_runtime_flag_chooses_the_policy() {
+    let _g = serial();
+    let p = Podman::new(PodmanConf::Empty);
+    p.import_busybox();
+    let rt = p.cordon.to_string_lossy().into_owned();
+    let cid = p.dir().join(unique("cid"));
+    let cid_s = cid.to_string_lossy().into_owned();
+    let mut args = vec![
+        "--runtime",
+        rt.as_str(),
+        "--runtime-flag",
+        "policy=permissive",
+        "run",
+        "--rm",
+        "--cidfile",
+        &cid_s,
+    ];
+    args.extend_from_slice(&PODMAN_RUN_FLAGS);
+    args.extend_from_slice(&[IMPORTED, "uname", "-r"]);
+    let r = p.podman(&args);
+    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(
+        r.success() && r.stdout.trim() == host.trim(),
+        "expected the host's release {host:?} under --policy permissive\n{r}"
+    );
+    p.assert_gone(&read_id(&cid).expect("podman wrote no --cidfile"));
+}
+
+/// A Docker runtime name with its own policy: daemon.json's `runtimeArgs`
+/// are cordon's global flags (`--policy permissive`, which no annotation
+/// may choose), on every Docker version, with or without `--annotation`.
+#[test]
+fn docker_runtime_args_choose_the_policy() {
+    let _g = serial();
+    require_docker();
+    let t = TempDir::new("docker-args");
+    let config = t.path().join("daemon.json");
+    let mut daemon = Dockerd::base_config(t.path());
+    daemon["runtimes"] = json!({"cordon": {
+        "path": cordon_abs(),
+        "runtimeArgs": ["--policy", "permissive"],
+    }});
+    fs::write(&config, serde_json::to_vec_pretty(&daemon).unwrap()).unwrap();
+    let d = Dockerd::start(DockerRuntime::ConfigFile(config));
+    d.import_busybox();
+    let (r, id) = d.run_rm(&["uname", "-r"]);
+    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(
+        r.success() && r.stdout.trim() == host.trim(),
+        "expected the host's release {host:?} under --policy permissive\n{r}\n{}",
+        d.diagnostics()
+    );
+    d.assert_gone(&id.expect("docker wrote no --cidfile"));
+}
+
 /// The init's exit code reaches `podman run`.
 #[test]
 fn podman_run_exit_code_propagates() {
