@@ -5,6 +5,8 @@
 //! policy = "default"          # built-in name or policy file, for containers without an annotation
 //! platform = "seccomp-notify" # or "ptrace" (see `Platform`)
 //!
+//! trace = false               # record what the kernel refuses too (slower)
+//!
 //! [annotations]               # what containers may choose (see `AnnotationGate`)
 //! allow = true
 //! policies = ["default", "audit", "/etc/cordon/policies/"]
@@ -62,6 +64,12 @@ pub struct RuntimeConfig {
     /// Platform for containers without an `org.cordon.platform` annotation.
     #[serde(default = "default_platform")]
     pub platform: String,
+    /// Trace mode (`cordon --trace`, like `runsc --strace`): what the
+    /// kernel would refuse goes to the supervisor and is recorded, and every
+    /// path rule is enforced (and every open recorded) by the supervisor.
+    /// Slower; for explaining denials, not for production.
+    #[serde(default)]
+    pub trace: bool,
     /// What containers may choose through `org.cordon.*` annotations.
     #[serde(default)]
     pub annotations: crate::annotations::AnnotationGate,
@@ -79,6 +87,7 @@ impl Default for RuntimeConfig {
         Self {
             policy: default_policy(),
             platform: default_platform(),
+            trace: false,
             annotations: Default::default(),
         }
     }

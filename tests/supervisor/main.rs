@@ -884,6 +884,55 @@ fn annotations_choose_only_what_the_admin_allows() {
     assert_eq!(ok(&env.run(&unique("gate-flag"))).trim(), host_release.trim());
 }
 
+/// `cordon --trace`: what the BPF filter refuses reaches the supervisor,
+/// which refuses it the same way and records it with its rule; without
+/// the flag the same refusal leaves no record.
+#[test]
+fn trace_mode_records_what_the_kernel_refuses() {
+    let script = "mount -t tmpfs t /mnt 2>/dev/null; echo rc=$?; cat /etc/hostname >/dev/null; echo done";
+    let mut outputs = Vec::new();
+    for trace in [false, true] {
+        let env = Env::busybox(&["sh", "-c", script]);
+        env.write();
+        let id = unique(if trace { "trace" } else { "notrace" });
+        let b = env.bundle.path().to_string_lossy().into_owned();
+        let mut args = vec!["run", "--keep", "-b", b.as_str(), id.as_str()];
+        if trace {
+            args.insert(0, "--trace");
+        }
+        let out = env.cordon(&args);
+        outputs.push(ok(&out));
+        let audit = env.audit(&id);
+        let mount: Vec<_> = audit.iter().filter(|r| r["syscall"] == "mount").collect();
+        let opens = audit
+            .iter()
+            .any(|r| r["syscall"] == "openat" && r["detail"].as_str().unwrap_or("").starts_with("/etc/hostname"));
+        if trace {
+            assert_eq!(mount.len(), 1, "the refused mount is recorded: {audit:?}");
+            assert_eq!(mount[0]["action"], "deny");
+            assert_eq!(mount[0]["result"], "EPERM");
+            assert!(
+                mount[0]["rule"].as_str().is_some_and(|r| r.starts_with("syscall[")),
+                "{:?}",
+                mount[0]
+            );
+            assert!(opens, "every open is recorded in trace mode: {audit:?}");
+        } else {
+            assert!(mount.is_empty(), "BPF refusals are not recorded: {audit:?}");
+        }
+        assert_eq!(
+            env.state(&id)["annotations"]["org.cordon.enforcement"],
+            if trace || !kernel_level() {
+                "supervisor"
+            } else {
+                "kernel"
+            }
+        );
+    }
+    assert_eq!(outputs[0], outputs[1], "the container sees the same either way");
+    assert_eq!(outputs[1].trim(), "rc=1\ndone");
+}
+
 #[test]
 fn container_processes_never_run_the_runtime_binary_from_disk() {
     // CVE-2019-5736: before it execs the payload, the container's init is a

@@ -41,6 +41,11 @@ pub struct Cli {
     /// (overrides the runtime config's `platform`)
     #[arg(long, value_parser = ["seccomp-notify", "ptrace"])]
     pub platform: Option<String>,
+    /// Trace mode: also record what the kernel would refuse (the BPF
+    /// filter's refusals) and enforce every path rule in the supervisor,
+    /// at the cost of a round trip each (like runsc --strace)
+    #[arg(long)]
+    pub trace: bool,
     /// Print the version
     #[arg(short = 'v', long)]
     pub version: bool,
@@ -213,6 +218,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         if let Some(p) = &cli.platform {
             rt.config.platform = p.clone();
+        }
+        if cli.trace {
+            rt.config.trace = true;
         }
         Ok(rt)
     };

@@ -121,10 +121,20 @@ impl Runtime {
             enforcement,
         } = self.choose(&spec)?;
         let full = Policy::load(&policy_name)?;
+        // Trace mode sees every open: path rules stay in the supervisor.
+        let trace = self.config.trace;
+        let enforcement = if trace {
+            crate::policy::Enforcement::Supervisor
+        } else {
+            enforcement
+        };
         // Path rules the container's mounts enforce leave the file
         // syscalls in the kernel (policy/levels.rs).
         let plan = full.plan(enforcement, &kernel_fs(&spec));
         let policy = if plan.all_kernel { full.kernel_enforced() } else { full };
+        // What the filter sends to the supervisor; the supervisor decides
+        // from the policy itself.
+        let policy = if trace { policy.traced() } else { policy };
         let (platform, fallback) = choose_platform(&platform, &policy)?;
         let prog = crate::filter::compile_for(&policy, platform);
         let bundle_filter = compile_bundle_profile(&bundle, spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()))?;
@@ -183,6 +193,7 @@ impl Runtime {
             supervisor_pid: None,
             fallback: fallback.clone(),
             kernel_enforced: plan.all_kernel,
+            trace: self.config.trace,
         };
         let sock = if policy.needs_supervisor() {
             // Without a hostname in the spec the container's nodename is the
@@ -375,6 +386,7 @@ impl Runtime {
         } else {
             policy
         };
+        let policy = if meta.trace { policy.traced() } else { policy };
         let platform = crate::config::Platform::parse(&meta.platform, "meta.json platform")
             .unwrap_or(crate::config::Platform::SeccompNotify);
         let prog = crate::filter::compile_for(&policy, platform);

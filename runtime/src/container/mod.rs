@@ -143,6 +143,10 @@ pub struct Meta {
     /// syscalls then stay in the kernel; policy/levels.rs).
     #[serde(default)]
     pub kernel_enforced: bool,
+    /// Trace mode: the filter sends the policy's refusals to the
+    /// supervisor, which records them (`cordon --trace`).
+    #[serde(default)]
+    pub trace: bool,
 }
 
 /// The OCI state of a container, as `runc state` prints it.

@@ -188,6 +188,26 @@ impl Policy {
         let all_kernel = choices.iter().all(|c| c.mount.is_some());
         Plan { choices, all_kernel }
     }
+    /// The policy the BPF filter is compiled from in trace mode: every
+    /// refusal (a `deny` or `kill` rule, a refusing default action) goes to
+    /// the supervisor instead, which takes the same decision from the
+    /// policy itself and records it with its rule. The caller sees what it
+    /// would have seen (the same errno, the same kill); the difference is a
+    /// round trip and a record. Unknown syscall numbers keep their ENOSYS
+    /// in BPF.
+    pub fn traced(&self) -> Policy {
+        let refuses = |a: Action| matches!(a, Action::Deny | Action::Kill);
+        let mut p = self.clone();
+        for r in p.rules.values_mut().flatten() {
+            if refuses(r.action) {
+                r.action = Action::Audit;
+            }
+        }
+        if refuses(p.default_action) {
+            p.default_action = Action::Audit;
+        }
+        p
+    }
 
     /// The policy with its file emulation left to the kernel: every
     /// `emulate` rule of a file syscall (the open family, metadata reads,
