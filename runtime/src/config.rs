@@ -7,6 +7,9 @@
 //!
 //! trace = false               # record what the kernel refuses too (slower)
 //!
+//! [audit]                     # trails of deleted containers (see `Retention`)
+//! dir = "/var/log/cordon"
+//!
 //! [annotations]               # what containers may choose (see `AnnotationGate`)
 //! allow = true
 //! policies = ["default", "audit", "/etc/cordon/policies/"]
@@ -70,6 +73,9 @@ pub struct RuntimeConfig {
     /// Slower; for explaining denials, not for production.
     #[serde(default)]
     pub trace: bool,
+    /// Where audit trails of deleted containers are kept.
+    #[serde(default)]
+    pub audit: crate::supervisor::audit::Retention,
     /// What containers may choose through `org.cordon.*` annotations.
     #[serde(default)]
     pub annotations: crate::annotations::AnnotationGate,
@@ -88,6 +94,7 @@ impl Default for RuntimeConfig {
             policy: default_policy(),
             platform: default_platform(),
             trace: false,
+            audit: Default::default(),
             annotations: Default::default(),
         }
     }

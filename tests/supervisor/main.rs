@@ -884,6 +884,47 @@ fn annotations_choose_only_what_the_admin_allows() {
     assert_eq!(ok(&env.run(&unique("gate-flag"))).trim(), host_release.trim());
 }
 
+/// A deleted container's audit trail is kept under `[audit] dir` and
+/// `cordon audit ID` still shows it; with `keep = false` it goes with the
+/// container.
+#[test]
+fn audit_trails_outlive_their_containers() {
+    let host = TempDir::new("kept");
+    let cfg = host.path().join("config.toml");
+    let kept = host.path().join("trails");
+    std::fs::write(&cfg, format!("[audit]\ndir = \"{}\"\n", kept.display())).unwrap();
+    let env = Env::busybox(&["uname", "-r"]);
+    env.write();
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    let id = unique("kept");
+    // `run` without --keep deletes the container when it exits, as Docker does.
+    let out = cordon_with_config(&env, &cfg, &["run", "-b", &b, &id]);
+    assert_eq!(ok(&out).trim(), "6.1.0-cordon");
+    assert!(stdout(&env.cordon(&["list", "-q"])).trim().is_empty(), "deleted");
+    let shown = cordon_with_config(&env, &cfg, &["audit", "--json", &id]);
+    let records: Vec<serde_json::Value> = ok(&shown).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        records
+            .iter()
+            .any(|r| r["syscall"] == "uname" && r["action"] == "emulate"),
+        "the kept trail: {records:?}"
+    );
+    let files: Vec<_> = std::fs::read_dir(&kept)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].to_string_lossy().starts_with(&format!("{id}@")));
+
+    std::fs::write(&cfg, format!("[audit]\nkeep = false\ndir = \"{}\"\n", kept.display())).unwrap();
+    let id = unique("notkept");
+    ok(&cordon_with_config(&env, &cfg, &["run", "-b", &b, &id]));
+    let shown = cordon_with_config(&env, &cfg, &["audit", &id]);
+    assert!(!shown.status.success());
+    assert!(stderr(&shown).contains("no audit trail"), "{}", stderr(&shown));
+}
+
 /// `cordon --trace`: what the BPF filter refuses reaches the supervisor,
 /// which refuses it the same way and records it with its rule; without
 /// the flag the same refusal leaves no record.

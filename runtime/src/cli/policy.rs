@@ -123,10 +123,17 @@ fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
 
 pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
     cordon::container::validate::id(&a.container_id)?;
-    let path = cordon::container::audit_path(root, &a.container_id);
+    let mut path = cordon::container::audit_path(root, &a.container_id);
+    if !path.exists() {
+        // A deleted container's trail, kept under [audit] dir.
+        let retention = cordon::config::RuntimeConfig::load()?.audit;
+        if let Some(kept) = retention.find(&a.container_id) {
+            path = kept;
+        }
+    }
     let file = std::fs::File::open(&path).map_err(|_| {
         anyhow::anyhow!(
-            "container {:?} has no audit trail (no such container, or it was deleted)",
+            "container {:?} has no audit trail (no such container, and none kept for it)",
             a.container_id
         )
     })?;

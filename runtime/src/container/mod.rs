@@ -394,11 +394,18 @@ impl Runtime {
         Ok(())
     }
 
-    /// Stops the supervisor (if it still runs) and removes cordon's dir.
+    /// Stops the supervisor (if it still runs), keeps the audit trail
+    /// (`[audit]` of the runtime config) and removes cordon's dir.
     fn cleanup_cordon(&self, id: &str) {
         let meta = self.meta(id);
         if let Some(pid) = meta.supervisor_pid {
             kill_supervisor(pid, id);
+        }
+        if let Err(e) = self.config.audit.archive(&audit_path(&self.root, id), id) {
+            tracing::warn!(
+                "keeping the audit trail of {id:?} in {}: {e}",
+                self.config.audit.dir.display()
+            );
         }
         let _ = std::fs::remove_dir_all(self.cordon_dir(id));
     }

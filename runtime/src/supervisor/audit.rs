@@ -15,6 +15,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -164,6 +165,129 @@ pub fn read_all(path: &Path) -> std::io::Result<Vec<Record>> {
         .collect())
 }
 
+/// Where audit trails of deleted containers are kept, and for how long:
+/// the `[audit]` table of the runtime configuration.
+///
+/// ```toml
+/// [audit]
+/// keep = true                 # false: a trail goes with its container
+/// dir = "/var/log/cordon"
+/// max_total_mb = 256          # the oldest trails go first beyond this
+/// max_age_days = 7
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retention {
+    /// Whether `delete` keeps the trail.
+    #[serde(default = "yes")]
+    pub keep: bool,
+    /// Directory of kept trails, `<id>@<unix nanoseconds>.jsonl` each.
+    #[serde(default = "default_dir")]
+    pub dir: PathBuf,
+    /// Total size of the kept trails, in MiB.
+    #[serde(default = "default_total")]
+    pub max_total_mb: u64,
+    /// Age after which a kept trail is removed, in days.
+    #[serde(default = "default_age")]
+    pub max_age_days: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_dir() -> PathBuf {
+    PathBuf::from("/var/log/cordon")
+}
+fn default_total() -> u64 {
+    256
+}
+fn default_age() -> u64 {
+    7
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            keep: true,
+            dir: default_dir(),
+            max_total_mb: default_total(),
+            max_age_days: default_age(),
+        }
+    }
+}
+
+impl Retention {
+    /// Keeps the trail at `trail` (and its rotated part) of container `id`
+    /// as one file in [`Self::dir`], then removes kept trails beyond the
+    /// age and size limits, oldest first. Errors are returned for the
+    /// caller to log: a trail that cannot be kept never stops a delete.
+    pub fn archive(&self, trail: &Path, id: &str) -> std::io::Result<Option<PathBuf>> {
+        if !self.keep || !trail.exists() {
+            return Ok(None);
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let dest = self.dir.join(format!("{id}@{now}.jsonl"));
+        let mut out = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .mode(0o600)
+            .open(&dest)?;
+        for part in [rotated(trail), trail.to_path_buf()] {
+            if let Ok(mut f) = File::open(&part) {
+                std::io::copy(&mut f, &mut out)?;
+            }
+        }
+        self.prune()?;
+        Ok(Some(dest))
+    }
+
+    /// Removes kept trails older than `max_age_days`, then the oldest until
+    /// the rest fit in `max_total_mb`.
+    pub fn prune(&self) -> std::io::Result<()> {
+        let mut kept: Vec<(u128, u64, PathBuf)> = std::fs::read_dir(&self.dir)?
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let stamp = name.strip_suffix(".jsonl")?.rsplit_once('@')?.1.parse().ok()?;
+                Some((stamp, e.metadata().ok()?.len(), e.path()))
+            })
+            .collect();
+        kept.sort();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let max_age = u128::from(self.max_age_days) * 86_400 * 1_000_000_000;
+        let mut total: u64 = kept.iter().map(|k| k.1).sum();
+        for (stamp, len, path) in kept {
+            if now.saturating_sub(stamp) > max_age || total > self.max_total_mb.saturating_mul(1 << 20) {
+                std::fs::remove_file(&path)?;
+                total -= len;
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest kept trail of container `id`, if any.
+    pub fn find(&self, id: &str) -> Option<PathBuf> {
+        let prefix = format!("{id}@");
+        std::fs::read_dir(&self.dir)
+            .ok()?
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let stamp: u128 = name.strip_prefix(&prefix)?.strip_suffix(".jsonl")?.parse().ok()?;
+                Some((stamp, e.path()))
+            })
+            .max()
+            .map(|(_, p)| p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +319,47 @@ mod tests {
                 rule: Some("path[0] \"/etc/**\" deny".into()),
             }
         );
+    }
+
+    #[test]
+    fn kept_trails_are_found_and_pruned_by_age_and_size() {
+        let dir = std::env::temp_dir().join(format!("cordon-keep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("state")).unwrap();
+        let trail = dir.join("state/audit.jsonl");
+        std::fs::write(rotated(&trail), "old\n").unwrap();
+        std::fs::write(&trail, "new\n").unwrap();
+        let r = Retention {
+            dir: dir.join("kept"),
+            max_total_mb: 1,
+            ..Default::default()
+        };
+        let kept = r.archive(&trail, "c1").unwrap().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&kept).unwrap(),
+            "old\nnew\n",
+            "rotated part first"
+        );
+        assert_eq!(r.find("c1"), Some(kept.clone()));
+        assert_eq!(r.find("c"), None, "ids are matched whole");
+        // Beyond the size limit the oldest goes first.
+        std::fs::write(&trail, vec![b'x'; 700 << 10]).unwrap();
+        let second = r.archive(&trail, "c2").unwrap().unwrap();
+        let third = r.archive(&trail, "c3").unwrap().unwrap();
+        assert!(!kept.exists() && !second.exists() && third.exists());
+        // Beyond the age limit everything goes.
+        let old = dir.join("kept/c4@1.jsonl");
+        std::fs::write(&old, "x\n").unwrap();
+        r.prune().unwrap();
+        assert!(!old.exists());
+        // Not kept when the config says so, or without a trail.
+        let off = Retention {
+            keep: false,
+            ..r.clone()
+        };
+        assert_eq!(off.archive(&trail, "c5").unwrap(), None);
+        assert_eq!(r.archive(&dir.join("none.jsonl"), "c6").unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
