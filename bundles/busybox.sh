@@ -47,7 +47,7 @@ if [[ -e $ROOTFS ]]; then
     rm -rf --one-file-system "$ROOTFS"
 fi
 
-mkdir -p "$ROOTFS"/{bin,proc,sys,dev,tmp,etc,root,home/app,usr/local/bin,var}
+mkdir -p "$ROOTFS"/{bin,proc,sys,dev,tmp,mnt,etc,root,home/app,usr/local/bin,var}
 chmod 1777 "$ROOTFS/tmp"
 chmod 0700 "$ROOTFS/root"
 chown 1000:1000 "$ROOTFS/home/app"

@@ -225,6 +225,78 @@ fn data_env(args: &[&str]) -> (Env, TempDir, TempDir) {
     (env, data, pol)
 }
 
+/// A user policy that denies one directory of a volume and makes another
+/// read-only goes to the container's mounts when both exist at create
+/// (`org.cordon.enforcement` = `kernel`, no open reaches the supervisor),
+/// and protects the same objects as the supervisor level: every attempt
+/// fails, and from the host the denied file was never read and the
+/// read-only tree is unchanged (data, mode, names).
+#[test]
+fn existing_directories_are_protected_by_mounts_as_by_the_supervisor() {
+    let data = TempDir::new("levels-data");
+    let d = data.path();
+    std::fs::create_dir_all(d.join("secret")).unwrap();
+    std::fs::create_dir_all(d.join("ro/sub")).unwrap();
+    std::fs::write(d.join("secret/key"), "TOPSECRET").unwrap();
+    std::fs::write(d.join("ro/file"), "r").unwrap();
+    std::fs::set_permissions(d.join("ro/file"), std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let pol = TempDir::new("levels-policy");
+    let file = pol.path().join("policy.toml");
+    std::fs::write(
+        &file,
+        "name = \"levels\"\n[[path]]\npattern = \"/data/secret/**\"\naccess = \"deny\"\n\
+         [[path]]\npattern = \"/data/ro/**\"\naccess = \"read-only\"\n",
+    )
+    .unwrap();
+    let script = "cd /data; \
+        for t in 'cat secret/key' 'cp secret/key /tmp/k' 'ln secret/key hard' \
+                 'echo x >> ro/file' 'echo x > ro/new' 'chmod 777 ro/file' 'touch -d 2001-01-01 ro/file' \
+                 'rm ro/file' 'mv ro/file moved' 'mv ro gone' 'mv secret gone' 'rmdir ro/sub' 'ln ro/file hard2' \
+                 'mkdir ro/d'; do \
+          sh -c \"$t\" >/dev/null 2>&1 && echo \"ALLOWED $t\"; done; \
+        grep -q TOPSECRET /tmp/k 2>/dev/null && echo LEAKED; echo done";
+    let mut env = env(&["sh", "-c", script]);
+    volume(&mut env, d, "/data");
+    env.set_policy(&file.to_string_lossy());
+    let id = unique("levels");
+    let out = env.run_keep(&id);
+    assert_eq!(ok(&out).trim(), "done", "every attempt fails: {}", stdout(&out));
+    let level = if kernel_level() { "kernel" } else { "supervisor" };
+    assert_eq!(env.state(&id)["annotations"]["org.cordon.enforcement"], level);
+    if kernel_level() {
+        assert!(
+            !env.audit(&id).iter().any(|r| r["syscall"] == "openat"),
+            "opens stay in the kernel"
+        );
+    }
+    // From the host: the objects are as they were.
+    assert_eq!(std::fs::read_to_string(d.join("ro/file")).unwrap(), "r");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(d.join("ro/file")).unwrap().permissions());
+    assert_eq!(mode & 0o7777, 0o644);
+    let names = |p: &str| {
+        let mut v: Vec<String> = std::fs::read_dir(d.join(p))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names("ro"), ["file", "sub"]);
+    assert_eq!(names("secret"), ["key"]);
+    // `mv ro/file moved` across the read-only bind gets EXDEV from the
+    // kernel (EACCES from the supervisor), and busybox mv then copies: a
+    // copy of a readable file, the original untouched. Nothing else.
+    let top = names("");
+    assert!(
+        top == ["ro", "secret"] || top == ["moved", "ro", "secret"],
+        "nothing moved or linked out: {top:?}"
+    );
+    if top.contains(&"moved".to_string()) {
+        assert!(kernel_level());
+        assert_eq!(std::fs::read_to_string(d.join("moved")).unwrap(), "r");
+    }
+}
+
 /// Tree changes that would carry a protected file out of its rule: a hard
 /// link through a symlink (AT_SYMLINK_FOLLOW), RENAME_EXCHANGE with the
 /// protected directory, renaming a parent of a wildcard rule's match; and

@@ -2,7 +2,7 @@
 //! under the container's supervisor.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -130,7 +130,9 @@ impl Runtime {
         };
         // Path rules the container's mounts enforce leave the file
         // syscalls in the kernel (policy/levels.rs).
-        let plan = full.plan(enforcement, &kernel_fs(&spec));
+        let plan = full.plan_with(enforcement, &kernel_fs(&spec), &|p| {
+            existing_at_create(&spec, &bundle, p)
+        });
         let policy = if plan.all_kernel { full.kernel_enforced() } else { full };
         // What the filter sends to the supervisor; the supervisor decides
         // from the policy itself.
@@ -565,6 +567,65 @@ fn loopback_up(pid: i32) -> std::io::Result<()> {
     })
     .join()
     .map_err(|_| std::io::Error::other("loopback thread panicked"))?
+}
+
+/// What container path `path` is at create (see
+/// [`crate::policy::levels::Policy::plan_with`]), looked up on the host:
+/// in the bind mount of the spec that covers it (the longest destination),
+/// else in the rootfs. `None` when it is missing, neither a directory nor
+/// a regular file, under a mount that is not a bind (tmpfs and the like
+/// start empty or change on their own), or reached through a symlink
+/// (from the rootfs to the mount's destination, or inside the mount).
+fn existing_at_create(spec: &Spec, bundle: &Path, path: &str) -> Option<crate::policy::levels::Existing> {
+    use crate::policy::levels::Existing;
+    let rootfs = spec.root().as_ref().map(|r| r.path().clone())?;
+    let rootfs = if rootfs.is_absolute() {
+        rootfs
+    } else {
+        bundle.join(rootfs)
+    };
+    let under = |dest: &Path| Path::new(path).starts_with(dest);
+    let covering = spec
+        .mounts()
+        .iter()
+        .flatten()
+        .filter(|m| under(m.destination()))
+        .max_by_key(|m| m.destination().components().count());
+    let root_fd = std::fs::File::open(&rootfs).ok()?;
+    let rel = |p: &Path| p.strip_prefix("/").unwrap_or(p).to_path_buf();
+    let (base, rest) = match covering {
+        Some(m) => {
+            if !is_bind(m) {
+                return None;
+            }
+            // The destination itself, as libcontainer found it in the
+            // rootfs: no symlink on the way.
+            let dest = rel(m.destination());
+            if !dest.as_os_str().is_empty() {
+                crate::sys::open_beneath_no_symlinks(root_fd.as_fd(), &dest).ok()?;
+            }
+            let source = m.source().clone()?;
+            let source = if source.is_absolute() {
+                source
+            } else {
+                bundle.join(source)
+            };
+            let rest = Path::new(path).strip_prefix(m.destination()).ok()?.to_path_buf();
+            (std::fs::File::open(source).ok()?, rest)
+        }
+        None => (root_fd, rel(Path::new(path))),
+    };
+    let fd = if rest.as_os_str().is_empty() {
+        OwnedFd::from(base)
+    } else {
+        crate::sys::open_beneath_no_symlinks(base.as_fd(), &rest).ok()?
+    };
+    let st = nix::sys::stat::fstat(fd.as_raw_fd()).ok()?;
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFDIR => Some(Existing::Dir),
+        libc::S_IFREG => Some(Existing::File),
+        _ => None,
+    }
 }
 
 /// Where the bundle mounts the kernel's own filesystems (`proc`, `sysfs`):

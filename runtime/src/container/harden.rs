@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{LinuxDeviceCgroup, Spec};
 
-use crate::policy::levels::Mount;
+use crate::policy::levels::{Mount, PlannedMount};
 
 /// Applies both corrections to the container whose init is host pid `pid`,
 /// built from `spec`, then the mounts that enforce its policy's path rules
@@ -37,7 +37,7 @@ use crate::policy::levels::Mount;
 ///
 /// Errors: the device cgroup cannot be written, or the mount namespace
 /// cannot be entered or a mount fails (the caller removes the container).
-pub fn after_build(pid: i32, spec: &Spec, mounts: &[(Mount, String)], empty: &Path) -> io::Result<()> {
+pub fn after_build(pid: i32, spec: &Spec, mounts: &[PlannedMount], empty: &Path) -> io::Result<()> {
     device_rules(pid, spec)?;
     cgroup_mounts(pid, spec)?;
     if mounts.is_empty() {
@@ -48,7 +48,7 @@ pub fn after_build(pid: i32, spec: &Spec, mounts: &[(Mount, String)], empty: &Pa
     let file = std::ffi::CString::new(empty.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
     let trees = mounts
         .iter()
-        .map(|(kind, _)| match kind {
+        .map(|m| match m.kind {
             Mount::Mask => crate::sys::open_tree_rdonly(&file).map(Some),
             Mount::ReadOnly => Ok(None),
         })
@@ -57,7 +57,7 @@ pub fn after_build(pid: i32, spec: &Spec, mounts: &[(Mount, String)], empty: &Pa
         mounts
             .iter()
             .zip(&trees)
-            .try_for_each(|((kind, path), tree)| enforce(*kind, Path::new(path), tree.as_ref()))
+            .try_for_each(|(m, tree)| enforce(m, tree.as_ref()))
     })
 }
 
@@ -87,12 +87,25 @@ fn in_mount_ns(pid: i32, f: impl FnOnce() -> io::Result<()> + Send) -> io::Resul
 /// silently). A read-only path is bound over itself with everything
 /// mounted below it, and the whole tree made read-only (mount_setattr(2)
 /// `AT_RECURSIVE`).
-fn enforce(kind: Mount, path: &Path, tree: Option<&std::os::fd::OwnedFd>) -> io::Result<()> {
+///
+/// A `required` path (a rule outside the kernel filesystems) must exist and
+/// be reached without a symlink, as when the plan was made; else the
+/// container is not created (fail closed: the rule's object changed).
+fn enforce(m: &PlannedMount, tree: Option<&std::os::fd::OwnedFd>) -> io::Result<()> {
     use nix::mount::{mount, MsFlags};
+    let (kind, path) = (m.kind, Path::new(&m.path));
     let ctx = |what: &'static str| move |e: nix::Error| io::Error::other(format!("{what} {}: {e}", path.display()));
+    if m.required {
+        crate::sys::open_path_no_symlinks(path).map_err(|e| {
+            io::Error::other(format!(
+                "{}: {e}: the path a rule protects changed since create looked at it",
+                path.display()
+            ))
+        })?;
+    }
     let st = match std::fs::symlink_metadata(path) {
         Ok(st) => st,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !m.required => return Ok(()),
         Err(e) => return Err(e),
     };
     match (kind, tree) {

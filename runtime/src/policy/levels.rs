@@ -72,6 +72,16 @@ pub enum Mount {
     ReadOnly,
 }
 
+/// What a path is in the container's view when it is created (outside its
+/// kernel filesystems), found without following a symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+}
+
 /// The level chosen for one path rule, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
@@ -84,6 +94,10 @@ pub struct Choice {
     pub mount: Option<(Mount, String)>,
     /// Why this level.
     pub why: String,
+    /// Whether the path must exist when the mount is made (a rule outside
+    /// the kernel filesystems: a missing path would be one the container
+    /// could create unprotected).
+    pub required: bool,
 }
 
 /// What the mounts take on for a policy, rule by rule.
@@ -112,12 +126,34 @@ impl Plan {
 
     /// The mounts to make, masks first (a read-only bind made after them
     /// carries them along).
-    pub fn mounts(&self) -> Vec<(Mount, String)> {
-        let mut m: Vec<(Mount, String)> = self.choices.iter().filter_map(|c| c.mount.clone()).collect();
-        m.sort_by_key(|(kind, _)| *kind != Mount::Mask);
+    pub fn mounts(&self) -> Vec<PlannedMount> {
+        let mut m: Vec<PlannedMount> = self
+            .choices
+            .iter()
+            .filter_map(|c| {
+                c.mount.clone().map(|(kind, path)| PlannedMount {
+                    kind,
+                    path,
+                    required: c.required,
+                })
+            })
+            .collect();
+        m.sort_by_key(|p| p.kind != Mount::Mask);
         m.dedup();
         m
     }
+}
+
+/// One mount of the kernel level, for the runtime to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedMount {
+    /// Mask or read-only bind.
+    pub kind: Mount,
+    /// The path inside the container.
+    pub path: String,
+    /// Whether the path must exist, reached without a symlink (see
+    /// [`Choice::required`]); else a missing path needs no mount.
+    pub required: bool,
 }
 
 /// The literal path a pattern names: itself, or `DIR` for `DIR/**`.
@@ -139,6 +175,22 @@ impl Policy {
     /// filesystems (`proc` and `sysfs` mounts) are at `kernel_fs`, under
     /// `enforcement`.
     pub fn plan(&self, enforcement: Enforcement, kernel_fs: &[String]) -> Plan {
+        self.plan_with(enforcement, kernel_fs, &|_| None)
+    }
+
+    /// [`Self::plan`] knowing what exists in the container at create:
+    /// `existing(path)` says what `path` is (reached without a symlink) in
+    /// the rootfs or a bind-mounted volume. A rule `D/**` on an existing
+    /// directory, or a literal rule (or `F/**`) on an existing regular
+    /// file, goes to the mounts too: a mask or read-only bind protects the
+    /// object there at create, and the rule's paths can only ever name
+    /// that object (a mount point cannot be removed or renamed: EBUSY).
+    pub fn plan_with(
+        &self,
+        enforcement: Enforcement,
+        kernel_fs: &[String],
+        existing: &dyn Fn(&str) -> Option<Existing>,
+    ) -> Plan {
         let rules = &self.source.paths;
         let global = if enforcement == Enforcement::Supervisor {
             Some("org.cordon.enforcement = \"supervisor\"".to_string())
@@ -159,15 +211,13 @@ impl Policy {
                     pattern: r.pattern.clone(),
                     mount: None,
                     why,
+                    required: false,
                 };
                 if let Some(why) = &global {
                     return supervisor(why.clone());
                 }
                 let Some(base) = literal_base(&r.pattern) else {
                     return supervisor("a glob over paths: matched on every open".into());
-                };
-                let Some(fs) = kernel_fs.iter().find(|d| below(base, d)) else {
-                    return supervisor("not a kernel file: a mount would not cover a file created there later".into());
                 };
                 let kind = match r.access {
                     PathAccess::Deny => Mount::Mask,
@@ -177,11 +227,32 @@ impl Policy {
                     Mount::Mask => "reads empty, writes fail with EROFS",
                     Mount::ReadOnly => "every change fails with EROFS",
                 };
-                Choice {
+                let mount = |why: String, required: bool| Choice {
                     rule: i,
                     pattern: r.pattern.clone(),
                     mount: Some((kind, base.to_string())),
-                    why: format!("{how}; a kernel file below {fs}, which nothing inside can create"),
+                    why,
+                    required,
+                };
+                if let Some(fs) = kernel_fs.iter().find(|d| below(base, d)) {
+                    return mount(
+                        format!("{how}; a kernel file below {fs}, which nothing inside can create"),
+                        false,
+                    );
+                }
+                let subtree = r.pattern.ends_with("/**");
+                match existing(base) {
+                    Some(Existing::Dir) if subtree => mount(
+                        format!("{how}; the directory exists at create, and the mount covers everything below it"),
+                        true,
+                    ),
+                    Some(Existing::File) => mount(format!("{how}; the file exists at create"), true),
+                    Some(Existing::Dir) => supervisor(
+                        "a directory without /**: the rule protects the directory, not its files, which a mount cannot tell apart".into(),
+                    ),
+                    None => supervisor(
+                        "not a kernel file, and nothing there at create (or reached through a symlink, or on a mount other than a bind): a mount would not cover a file created there later".into(),
+                    ),
                 }
             })
             .collect();
@@ -244,11 +315,65 @@ mod tests {
     }
 
     #[test]
+    fn existing_directories_and_files_go_to_the_mounts() {
+        let p = Policy::from_toml(
+            "name = \"u\"\n\
+             [[path]]\npattern = \"/data/secret/**\"\naccess = \"deny\"\n\
+             [[path]]\npattern = \"/data/ro/**\"\naccess = \"read-only\"\n\
+             [[path]]\npattern = \"/etc/shadow\"\naccess = \"deny\"\n",
+            "u",
+        )
+        .unwrap();
+        let all = |path: &str| match path {
+            "/data/secret" | "/data/ro" => Some(Existing::Dir),
+            "/etc/shadow" => Some(Existing::File),
+            _ => None,
+        };
+        let plan = p.plan_with(Enforcement::Kernel, &kernel_fs(), &all);
+        assert!(plan.all_kernel, "{plan:#?}");
+        let mounts = plan.mounts();
+        // The file's rules must find their paths; the default's kernel
+        // files need not exist.
+        assert!(
+            mounts
+                .iter()
+                .all(|m| m.required == !(m.path.starts_with("/proc") || m.path.starts_with("/sys"))),
+            "{mounts:?}"
+        );
+        assert!(mounts.contains(&PlannedMount {
+            kind: Mount::ReadOnly,
+            path: "/data/ro".into(),
+            required: true
+        }));
+        // A rule on a path missing at create, or a literal directory rule,
+        // stays with the supervisor, and so do all the others.
+        let missing = |path: &str| if path == "/data/ro" { None } else { all(path) };
+        let plan = p.plan_with(Enforcement::Kernel, &kernel_fs(), &missing);
+        assert!(!plan.all_kernel);
+        assert!(plan.choices[1].why.contains("nothing there at create"), "{plan:#?}");
+        let dir = Policy::from_toml(
+            "name = \"d\"\n[[path]]\npattern = \"/data/secret\"\naccess = \"deny\"\n",
+            "d",
+        )
+        .unwrap();
+        let plan = dir.plan_with(Enforcement::Kernel, &kernel_fs(), &all);
+        assert!(
+            !plan.all_kernel && plan.choices[0].why.contains("without /**"),
+            "{plan:#?}"
+        );
+    }
+
+    #[test]
     fn the_default_policy_goes_to_the_mounts() {
         let p = Policy::load("default").unwrap();
         let plan = p.plan(Enforcement::Kernel, &kernel_fs());
         assert!(plan.all_kernel, "{plan:#?}");
-        let mounts = plan.mounts();
+        let mounts: Vec<(Mount, String)> = plan
+            .mounts()
+            .into_iter()
+            .inspect(|m| assert!(!m.required, "kernel files need not exist"))
+            .map(|m| (m.kind, m.path))
+            .collect();
         assert!(mounts.contains(&(Mount::Mask, "/proc/kallsyms".into())));
         assert!(mounts.contains(&(Mount::Mask, "/sys/firmware".into())));
         assert!(mounts.contains(&(Mount::ReadOnly, "/proc/sys".into())));

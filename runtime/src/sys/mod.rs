@@ -330,6 +330,36 @@ pub fn write_mem(pid: i32, addr: u64, data: &[u8]) -> io::Result<()> {
     }
 }
 
+/// An `O_PATH` fd of `path` (absolute, or relative to the cwd) reached
+/// without following any symlink, its last component included
+/// (openat2(2) `RESOLVE_NO_SYMLINKS`): ELOOP when one is on the way.
+pub fn open_path_no_symlinks(path: &std::path::Path) -> io::Result<OwnedFd> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
+    // SAFETY: AT_FDCWD is a valid dirfd for the whole call.
+    let cwd = unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) };
+    openat2(
+        cwd,
+        &c,
+        (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
+        0,
+        libc::RESOLVE_NO_SYMLINKS,
+    )
+}
+
+/// The same below `dir`: `rel` (relative) resolved beneath `dir` without
+/// `..` leaving it and without following a symlink
+/// (`RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`).
+pub fn open_beneath_no_symlinks(dir: BorrowedFd<'_>, rel: &std::path::Path) -> io::Result<OwnedFd> {
+    let c = std::ffi::CString::new(rel.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
+    openat2(
+        dir,
+        &c,
+        (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
+        0,
+        libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS,
+    )
+}
+
 /// openat2(2) (Linux 5.6) of `path` relative to `dirfd`. A scoped lookup
 /// (RESOLVE_IN_ROOT, RESOLVE_BENEATH) that crosses `..` fails with EAGAIN
 /// when any rename or mount happened meanwhile anywhere on the host; the
