@@ -263,6 +263,23 @@ fn existing_directories_are_protected_by_mounts_as_by_the_supervisor() {
     assert_eq!(ok(&out).trim(), "done", "every attempt fails: {}", stdout(&out));
     let level = if kernel_level() { "kernel" } else { "supervisor" };
     assert_eq!(env.state(&id)["annotations"]["org.cordon.enforcement"], level);
+    // `policy show --explain --bundle` says so before any container runs.
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    let f = file.to_string_lossy().into_owned();
+    let explained = ok(&env.cordon(&["policy", "show", "--explain", "--bundle", &b, &f]));
+    assert!(
+        explained.contains("path[0] /data/secret/** deny: mounts: mask ("),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("path[1] /data/ro/** read-only: mounts: read-only bind ("),
+        "{explained}"
+    );
+    let explained = ok(&env.cordon(&["policy", "show", "--explain", &f]));
+    assert!(
+        explained.contains("path[0] /data/secret/** deny: supervisor ("),
+        "without the bundle: {explained}"
+    );
     if kernel_level() {
         assert!(
             !env.audit(&id).iter().any(|r| r["syscall"] == "openat"),

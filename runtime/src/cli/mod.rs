@@ -129,6 +129,10 @@ pub enum PolicyCmd {
         /// sysfs at /sys
         #[arg(long)]
         explain: bool,
+        /// With --explain: decide for this bundle (its mounts, and the paths
+        /// that exist in its rootfs and volumes now)
+        #[arg(long, requires = "explain")]
+        bundle: Option<PathBuf>,
     },
     /// Validate a policy file; errors name the rule and field
     Check {

@@ -15,14 +15,26 @@ use super::{AuditArgs, PolicyCmd, SyscallsArgs};
 /// `show` without a name prints before the runtime config's.
 pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
     match cmd {
-        PolicyCmd::Show { policy, json, explain } => {
+        PolicyCmd::Show {
+            policy,
+            json,
+            explain,
+            bundle,
+        } => {
             let name = match policy.or(configured.map(str::to_string)) {
                 Some(p) => p,
                 None => cordon::config::RuntimeConfig::load()?.policy,
             };
             let p = Policy::load(&name)?;
             if explain {
-                print!("{}", explain_text(&p));
+                let plan = match &bundle {
+                    Some(b) => cordon::container::plan_for_bundle(&p, cordon::policy::Enforcement::Kernel, b)?,
+                    None => p.plan(
+                        cordon::policy::Enforcement::Kernel,
+                        &["/proc".to_string(), "/sys".to_string()],
+                    ),
+                };
+                print!("{}", explain_text(&p, &plan));
             } else if json {
                 println!("{}", serde_json::to_string_pretty(&p.source)?);
             } else {
@@ -49,16 +61,13 @@ pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `policy show --explain`: the level of each path rule for a bundle that
-/// mounts proc at /proc and sysfs at /sys (as `cordon spec`'s and the
-/// engines' do), and what that leaves with the supervisor.
-fn explain_text(p: &Policy) -> String {
+/// `policy show --explain`: the level of each path rule in `plan` (for a
+/// given bundle, or one that mounts proc at /proc and sysfs at /sys, as
+/// `cordon spec`'s and the engines' do, with nothing else known to
+/// exist), and what that leaves with the supervisor.
+fn explain_text(p: &Policy, plan: &cordon::policy::levels::Plan) -> String {
     use cordon::policy::levels::Mount;
     use std::fmt::Write;
-    let plan = p.plan(
-        cordon::policy::Enforcement::Kernel,
-        &["/proc".to_string(), "/sys".to_string()],
-    );
     let mut out = String::new();
     for (c, r) in plan.choices.iter().zip(&p.source.paths) {
         let access = serde_json::to_value(r.access).ok();

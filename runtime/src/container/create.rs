@@ -130,9 +130,7 @@ impl Runtime {
         };
         // Path rules the container's mounts enforce leave the file
         // syscalls in the kernel (policy/levels.rs).
-        let plan = full.plan_with(enforcement, &kernel_fs(&spec), &|p| {
-            existing_at_create(&spec, &bundle, p)
-        });
+        let plan = plan_on(&full, enforcement, &bundle, &spec);
         let policy = if plan.all_kernel { full.kernel_enforced() } else { full };
         // What the filter sends to the supervisor; the supervisor decides
         // from the policy itself.
@@ -567,6 +565,29 @@ fn loopback_up(pid: i32) -> std::io::Result<()> {
     })
     .join()
     .map_err(|_| std::io::Error::other("loopback thread panicked"))?
+}
+
+/// The level of each path rule of `policy` for the bundle at `bundle` (a
+/// directory with config.json), as `create` would choose it now: for
+/// `cordon policy show --explain --bundle`.
+///
+/// Errors: the bundle or its config.json is invalid (as for `create`).
+pub fn plan_for_bundle(
+    policy: &Policy,
+    enforcement: crate::policy::Enforcement,
+    bundle: &Path,
+) -> Result<crate::policy::levels::Plan> {
+    let (bundle, spec) = validate::bundle(bundle)?;
+    Ok(plan_on(policy, enforcement, &bundle, &spec))
+}
+
+fn plan_on(
+    policy: &Policy,
+    enforcement: crate::policy::Enforcement,
+    bundle: &Path,
+    spec: &Spec,
+) -> crate::policy::levels::Plan {
+    policy.plan_with(enforcement, &kernel_fs(spec), &|p| existing_at_create(spec, bundle, p))
 }
 
 /// What container path `path` is at create (see

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use libcontainer::container::{Container, ContainerStatus};
 use serde::{Deserialize, Serialize};
 
-pub use create::{CreateOptions, ExecOptions, StdioFds};
+pub use create::{plan_for_bundle, CreateOptions, ExecOptions, StdioFds};
 
 use crate::config::RuntimeConfig;
 
