@@ -186,6 +186,8 @@ pub struct Env {
     pub srv: PathBuf,
     /// A policy file: default + getppid audited (intercepted, continued).
     pub audit_policy: PathBuf,
+    /// Policy file: default, plus one directory denied and one read-only.
+    pub user_policy: PathBuf,
     /// Every container's cgroup lives under `/<cgroup_parent>/`.
     pub cgroup_parent: String,
     /// Things worth knowing about how the measurement was set up.
@@ -319,6 +321,19 @@ impl Env {
         let mut check = Command::new(&cordon);
         check.arg("policy").arg("check").arg(&audit_policy);
         proc::run_ok(&mut check, Duration::from_secs(30)).context("cordon policy check (bench policy)")?;
+        // A user policy: one directory of the image denied, the harness's
+        // volume read-only (both exist at create: enforced by mounts).
+        let user_policy = pol.join("user.toml");
+        std::fs::write(
+            &user_policy,
+            "name = \"bench-user\"\n\
+             description = \"cordon-bench: default, plus /root denied and /srv read-only\"\n\n\
+             [[path]]\npattern = \"/root/**\"\naccess = \"deny\"\n\n\
+             [[path]]\npattern = \"/srv/**\"\naccess = \"read-only\"\n",
+        )?;
+        let mut check = Command::new(&cordon);
+        check.arg("policy").arg("check").arg(&user_policy);
+        proc::run_ok(&mut check, Duration::from_secs(30)).context("cordon policy check (user policy)")?;
 
         let mut versions = vec![("kernel".to_string(), uname_release())];
         for (name, b) in [("cordon", &cordon), ("runc", &runc), ("crun", &crun)] {
@@ -343,6 +358,7 @@ impl Env {
             python_rootfs: python.join("rootfs").canonicalize()?,
             srv,
             audit_policy,
+            user_policy,
             cgroup_parent,
             notes,
             versions,

@@ -119,6 +119,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         env.runtime("cordon-ptrace", Some("default")),
         env.runtime("cordon-permissive", Some("permissive")),
         env.runtime("runc", None),
+        env.runtime("cordon-user", Some(&env.user_policy.to_string_lossy())),
     ];
     let ws = workloads();
     let reps = env.sizes.workload_reps;
@@ -135,7 +136,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
     }
     // Warm the page cache (rootfs, tarball) once, under runc: not measured.
     for w in &ws {
-        if let Err(e) = once(env, &rts[2], w) {
+        if let Err(e) = once(env, &rts[3], w) {
             so.warnings.push(format!("warm-up: {e:#}"));
         }
     }
@@ -203,7 +204,21 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         let base = med(w.key, "runc");
         let c = med(w.key, "cordon");
         let p = med(w.key, "cordon-permissive");
+        let u = med(w.key, "cordon-user");
         let name = format!("workload {}: cordon vs runc", w.key);
+        so.targets.push(Target::at_most(
+            &format!("workload {}: cordon with a user policy vs runc", w.key),
+            "≤ 1.10× runc",
+            stats::ratio(u, base),
+            1.10,
+            "x",
+            format!(
+                "{}: median time inside the container, cordon (default plus /root denied, /srv read-only) {} ms / runc {} ms",
+                w.title,
+                num(u, 1),
+                num(base, 1)
+            ),
+        ));
         so.targets.push(if c.is_none() && base.is_some() {
             Target::cordon_failed(
                 &name,
@@ -235,10 +250,11 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             num(p, 1),
             num(stats::ratio(c, base), 3),
             num(stats::ratio(p, base), 3),
+            num(stats::ratio(u, base), 3),
             num(outer(w.key, "runc"), 1),
             num(outer(w.key, "cordon"), 1),
         ]);
-        for (label, v) in [("cordon", c), ("cordon-permissive", p)] {
+        for (label, v) in [("cordon", c), ("cordon-permissive", p), ("cordon-user", u)] {
             if let Some(r) = stats::ratio(v, base) {
                 bars.push(Bar {
                     label: format!("{} · {label}", w.key),
@@ -263,6 +279,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             "cordon-permissive ms",
             "cordon / runc",
             "permissive / runc",
+            "user policy / runc",
             "whole run: runc ms",
             "whole run: cordon ms",
         ],
