@@ -36,6 +36,16 @@ fn probe() -> &'static Path {
         assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
         let bin = dir.join("deputy");
         std::fs::rename(&tmp, &bin).unwrap();
+        // The differential corpus, in the same directory (bound at /home).
+        let tmp = dir.join(format!(".{}", unique("corpus")));
+        let out = Command::new("gcc")
+            .args(["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&tmp)
+            .arg(repo().join("tests/deputy/corpus.c"))
+            .output()
+            .expect("run gcc");
+        assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::rename(&tmp, dir.join("corpus")).unwrap();
         bin
     })
 }
@@ -532,6 +542,63 @@ fn threads_opening_files_do_not_hold_up_an_exit() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(results(&stdout(&out)).get("exiting").map(String::as_str), Some("ok 40"));
+}
+
+/// The differential corpus (tests/deputy/corpus.c): over 150 edge cases of
+/// every call the supervisor emulates (the open family's flags and
+/// odd names, tree changes, metadata changes and reads, unix bind and
+/// connect; as root and as uid 1000), every one of them emulated (the
+/// supervisor level, metadata reads included), must give what runc gives:
+/// each return value and errno, and the resulting tree (types, modes,
+/// sizes, link counts, owners).
+#[test]
+fn the_differential_corpus_gives_what_the_kernel_gives() {
+    let pol = TempDir::new("corpus-policy");
+    let file = pol.path().join("policy.toml");
+    std::fs::write(
+        &file,
+        "name = \"corpus\"\n[[syscall]]\nnames = [\"stat\", \"lstat\", \"newfstatat\", \"statx\", \"access\", \
+         \"faccessat\", \"faccessat2\", \"readlink\", \"readlinkat\"]\naction = \"emulate\"\n",
+    )
+    .unwrap();
+    let mut env = env(&["sh", "-c", "mkdir /tmp/c && exec /home/corpus /tmp/c"]);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    env.set_policy(&file.to_string_lossy());
+    let id = unique("corpus");
+    let got = results(&ok(&env.run_keep(&id)));
+    let cases = got.keys().filter(|k| !k.starts_with("tree:")).count();
+    assert!(cases >= 150, "{cases} cases: {got:?}");
+    assert_eq!(got.get("user-child").map(String::as_str), Some("ok 0"), "{got:?}");
+    // The calls went to the supervisor: the comparison is the emulation's.
+    let audit = env.audit(&id);
+    for call in [
+        "openat",
+        "mkdir",
+        "renameat2",
+        "chmod",
+        "newfstatat",
+        "bind",
+        "setxattr",
+    ] {
+        assert!(
+            audit.iter().any(|r| r["syscall"] == call && r["action"] != "deny"),
+            "{call} not emulated: {:?}",
+            audit
+                .iter()
+                .map(|r| r["syscall"].as_str().unwrap_or(""))
+                .collect::<std::collections::BTreeSet<_>>()
+        );
+    }
+    let native = runc(&env);
+    let differ: Vec<String> = got
+        .keys()
+        .chain(native.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| got.get(*k) != native.get(*k))
+        .map(|k| format!("{k}: cordon {:?}, runc {:?}", got.get(k), native.get(k)))
+        .collect();
+    assert!(differ.is_empty(), "cordon and runc differ:\n{}", differ.join("\n"));
 }
 
 /// A container running `deputy exact /tmp <part>`, its file syscalls

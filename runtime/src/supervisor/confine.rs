@@ -159,9 +159,10 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_lremovexattr,
     libc::SYS_fremovexattr,
     libc::SYS_bind,
-    // A unix bind runs on a thread with the caller's root and cwd.
+    // A unix bind runs on a thread with the caller's root, cwd and umask.
     libc::SYS_fchdir,
     libc::SYS_chroot,
+    libc::SYS_umask,
     libc::SYS_sysinfo,
 ];
 

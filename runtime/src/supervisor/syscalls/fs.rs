@@ -82,6 +82,10 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 "lstat" => (at(None, 0), libc::AT_SYMLINK_NOFOLLOW),
                 _ => (at(Some(0), 1), ctx.arg(3) as i32),
             };
+            // vfs_fstatat(): only these flags.
+            if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT | libc::AT_EMPTY_PATH) != 0 {
+                return Err(Denied::Errno(libc::EINVAL));
+            }
             let buf = if name == "newfstatat" { ctx.arg(2) } else { ctx.arg(1) };
             let fd = object(ctx, dirfd, pi, flags, &creds, detail)?;
             let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
@@ -90,6 +94,16 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
         }
         "statx" => {
             let flags = ctx.arg(2) as i32;
+            // do_statx(): only these flags, one sync type, and no
+            // reserved mask bit.
+            let known =
+                libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT | libc::AT_EMPTY_PATH | libc::AT_STATX_SYNC_TYPE;
+            if flags & !known != 0
+                || flags & libc::AT_STATX_SYNC_TYPE == libc::AT_STATX_SYNC_TYPE
+                || ctx.arg(3) as u32 & (libc::STATX__RESERVED as u32) != 0
+            {
+                return Err(Denied::Errno(libc::EINVAL));
+            }
             let fd = object(ctx, fdarg(0), 1, flags, &creds, detail)?;
             let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
             let sync = flags & libc::AT_STATX_SYNC_TYPE;
@@ -114,7 +128,20 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             let (dirfd, pi) = if name == "access" { at(None, 0) } else { at(Some(0), 1) };
             let mode = if name == "access" { ctx.arg(1) } else { ctx.arg(2) } as i32;
             let flags = if name == "faccessat2" { ctx.arg(3) as i32 } else { 0 };
-            let fd = object(ctx, dirfd, pi, flags & libc::AT_SYMLINK_NOFOLLOW, &creds, detail)?;
+            // do_faccessat(): the mode's bits and these flags only.
+            if mode & !(libc::F_OK | libc::R_OK | libc::W_OK | libc::X_OK) != 0
+                || flags & !(libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0
+            {
+                return Err(Denied::Errno(libc::EINVAL));
+            }
+            let fd = object(
+                ctx,
+                dirfd,
+                pi,
+                flags & (libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH),
+                &creds,
+                detail,
+            )?;
             let link = fd_link(&fd);
             Ok(as_caller(&creds, || {
                 // SAFETY: a NUL-terminated path we own.
@@ -135,12 +162,28 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
             if (size as i64) <= 0 {
                 return Err(Denied::Errno(libc::EINVAL));
             }
-            let fd = object(ctx, dirfd, pi, libc::AT_SYMLINK_NOFOLLOW, &creds, detail)?;
+            // readlinkat(2) with an empty path reads the link `dirfd`
+            // names (an O_PATH fd of a symlink), since Linux 2.6.39.
+            let raw = path_arg(ctx, pi)?;
+            let fd = object_raw(
+                ctx,
+                dirfd,
+                &raw,
+                libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH,
+                &creds,
+                detail,
+            )?;
             let mut out = vec![0u8; (size as usize).min(PATH_MAX)];
             // SAFETY: `out` is ours and its length is passed.
             let n = unsafe { libc::readlinkat(fd.as_raw_fd(), empty().as_ptr(), out.as_mut_ptr().cast(), out.len()) };
             if n < 0 {
-                return Err(std::io::Error::last_os_error().into());
+                let e = std::io::Error::last_os_error();
+                // Not a symlink: do_readlinkat() says ENOENT for an empty
+                // path and EINVAL for a name (ours is always empty).
+                if e.raw_os_error() == Some(libc::ENOENT) && !raw.is_empty() {
+                    return Err(Denied::Errno(libc::EINVAL));
+                }
+                return Err(e.into());
             }
             sys::write_mem(pid, buf, &out[..n as usize]).map_err(|_| Denied::Errno(libc::EFAULT))?;
             Ok(n as i64)

@@ -354,7 +354,7 @@ pub fn bind(ctx: &Ctx<'_>) -> Outcome {
     let (Ok(parent), Ok(name)) = (CString::new(parent), CString::new(name)) else {
         return out(libc::EINVAL, "allow");
     };
-    let r = in_fs_of(&caller.root, &cwd, || {
+    let r = in_fs_of(&caller.root, &cwd, creds.umask, || {
         creds::with_identity(creds, || -> Result<Reply, Denied> {
             let dir_flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
             let place = |dir: &OwnedFd| -> Result<String, Denied> {
@@ -425,17 +425,24 @@ fn do_bind(sock: &OwnedFd, addr: &[u8]) -> Reply {
     }
 }
 
-/// Runs `f` on a thread of its own whose root directory and cwd are the
-/// caller's (`root`, `cwd`: O_PATH fds): unshare(CLONE_FS) gives the thread
-/// a private `fs_struct`, which goes with the thread. Errors: a step of
-/// the switch failed (`f` did not run).
-fn in_fs_of<T: Send>(root: &super::path::Root, cwd: &OwnedFd, f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
+/// Runs `f` on a thread of its own whose root directory, cwd and umask
+/// are the caller's (`root`, `cwd`: O_PATH fds; `umask`, which the kernel
+/// applies to a bound socket's mode): unshare(CLONE_FS) gives the thread a
+/// private `fs_struct`, which goes with the thread. Errors: a step of the
+/// switch failed (`f` did not run).
+fn in_fs_of<T: Send>(
+    root: &super::path::Root,
+    cwd: &OwnedFd,
+    umask: u32,
+    f: impl FnOnce() -> T + Send,
+) -> std::io::Result<T> {
     std::thread::scope(|s| {
         s.spawn(|| -> std::io::Result<T> {
             nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS)?;
             nix::unistd::fchdir(root.as_fd().as_raw_fd())?;
             nix::unistd::chroot(".")?;
             nix::unistd::fchdir(cwd.as_raw_fd())?;
+            nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(umask as libc::mode_t));
             Ok(f())
         })
         .join()

@@ -141,6 +141,11 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
 pub fn open_mode(openat2: bool, flags: u64, mode: u64) -> Result<u64, i32> {
     let creating = flags as i32 & libc::O_CREAT != 0 || flags as i32 & libc::O_TMPFILE == libc::O_TMPFILE;
     if creating {
+        // build_open_how(): openat2 refuses mode bits beyond S_IALLUGO,
+        // open and openat drop them.
+        if openat2 && mode & !0o7777 != 0 {
+            return Err(libc::EINVAL);
+        }
         Ok(mode & 0o7777)
     } else if openat2 && mode != 0 {
         Err(libc::EINVAL)
