@@ -619,11 +619,17 @@ fn existing_at_create(spec: &Spec, bundle: &Path, path: &str) -> Option<crate::p
             if !is_bind(m) {
                 return None;
             }
-            // The destination itself, as libcontainer found it in the
-            // rootfs: no symlink on the way.
-            let dest = rel(m.destination());
-            if !dest.as_os_str().is_empty() {
-                crate::sys::open_beneath_no_symlinks(root_fd.as_fd(), &dest).ok()?;
+            // The destination as libcontainer will find it in the rootfs:
+            // no symlink on the way (what is missing, it creates as
+            // directories).
+            let mut prefix = PathBuf::new();
+            for c in rel(m.destination()).components() {
+                prefix.push(c);
+                match crate::sys::open_beneath_no_symlinks(root_fd.as_fd(), &prefix) {
+                    Ok(_) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+                    Err(_) => return None,
+                }
             }
             let source = m.source().clone()?;
             let source = if source.is_absolute() {
