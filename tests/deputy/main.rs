@@ -290,6 +290,22 @@ fn existing_directories_are_protected_by_mounts_as_by_the_supervisor() {
         explained.contains("path[0] /data/secret/** deny: supervisor ("),
         "without the bundle: {explained}"
     );
+    // A path reached through a symlink stays with the supervisor: a mount
+    // would land where the link points, not on the rule's path.
+    std::os::unix::fs::symlink("secret", d.join("linked")).unwrap();
+    let linked = pol.path().join("linked.toml");
+    std::fs::write(
+        &linked,
+        "name = \"l\"\n[[path]]\npattern = \"/data/linked/**\"\naccess = \"deny\"\n",
+    )
+    .unwrap();
+    let l = linked.to_string_lossy().into_owned();
+    let explained = ok(&env.cordon(&["policy", "show", "--explain", "--bundle", &b, &l]));
+    assert!(
+        explained.contains("path[0] /data/linked/** deny: supervisor ("),
+        "{explained}"
+    );
+    std::fs::remove_file(d.join("linked")).unwrap();
     if kernel_level() {
         assert!(
             !env.audit(&id).iter().any(|r| r["syscall"] == "openat"),
