@@ -28,7 +28,10 @@ use crate::policy::{Action, ArgMatch, Policy};
 /// One BPF instruction (`struct sock_filter`).
 pub type Insn = libc::sock_filter;
 
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+/// `AUDIT_ARCH_X86_64` (linux/audit.h): `seccomp_data.arch` of an x86-64
+/// syscall. The one definition: the filters, the bundle profile's
+/// compiler and both platforms' checks use it.
+pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const AUDIT_ARCH_I386: u32 = 0x4000_0003;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 const I386_EXIT: u32 = 1;

@@ -375,6 +375,9 @@ impl Policy {
             file.paths.extend(base.paths);
             file.net.extend(base.net);
         }
+        // The merged file stands alone: `policy show` prints it with
+        // `extends = "none"`, and reading that back gives the same policy.
+        file.extends = Some("none".into());
         let invalid = |rule: String, msg: String| PolicyError::Invalid {
             policy: origin.to_string(),
             rule,
@@ -641,6 +644,52 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fuzz corpus starts from the built-in policies as they are (TOML
+    /// and JSON), and `policy show`'s output reads back as the same policy.
+    #[test]
+    fn the_fuzz_corpus_holds_the_builtins_and_shown_policies_read_back() {
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/policy");
+        for (name, src) in BUILTIN {
+            let toml_copy = std::fs::read_to_string(corpus.join(format!("{name}.toml"))).unwrap();
+            assert_eq!(
+                &toml_copy, src,
+                "fuzz/corpus/policy/{name}.toml is not runtime/policies/{name}.toml"
+            );
+            let json_copy = std::fs::read_to_string(corpus.join(format!("{name}.json"))).unwrap();
+            let from_json: PolicyFile = serde_json::from_str(&json_copy).unwrap();
+            let from_toml: PolicyFile = toml::from_str(src).unwrap();
+            assert_eq!(
+                from_json, from_toml,
+                "fuzz/corpus/policy/{name}.json differs from the built-in"
+            );
+            let shown = Policy::load(name).unwrap();
+            let text = toml::to_string_pretty(&shown.source).unwrap();
+            let again = Policy::from_toml(&text, name).unwrap();
+            assert_eq!(again.source, shown.source, "{name}: policy show does not read back");
+            assert_eq!(again.rules, shown.rules);
+        }
+    }
+
+    /// docs/POLICY.md's list of the syscalls `emulate` takes is EMULATED.
+    #[test]
+    fn the_documented_emulated_list_is_the_table() {
+        let doc = include_str!("../../../docs/POLICY.md");
+        let start = doc.find("`emulate` is accepted only").expect("the paragraph");
+        let end = start + doc[start..].find("`write`, `read`").expect("its end");
+        let mut documented: Vec<&str> = doc[start..end]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .flat_map(str::split_whitespace)
+            .filter(|w| table::number(w).is_some())
+            .collect();
+        documented.sort();
+        documented.dedup();
+        let mut emulated = EMULATED.to_vec();
+        emulated.sort();
+        assert_eq!(documented, emulated, "docs/POLICY.md and EMULATED differ");
+    }
 
     #[test]
     fn a_policy_builds_on_default_unless_it_says_none() {

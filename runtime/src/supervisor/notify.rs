@@ -25,7 +25,7 @@ use crate::filter::table;
 use crate::policy::Action;
 use crate::sys;
 
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+use crate::filter::AUDIT_ARCH_X86_64;
 
 /// The signal that interrupts a blocked handler whose caller is gone. Its
 /// handler does nothing and is installed without SA_RESTART, so the

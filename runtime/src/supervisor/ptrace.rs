@@ -43,7 +43,7 @@ use crate::filter::table;
 use crate::sys;
 use crate::sys::ptrace as pt;
 
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+use crate::filter::AUDIT_ARCH_X86_64;
 
 enum Request {
     /// Seize this process and answer on the channel.
