@@ -24,10 +24,11 @@ echo "   (kernel: the container's mounts mask /proc/kallsyms and make /proc/sys 
 echo "    so file access runs at native speed; 'cordon policy show --explain default' says why, per rule)"
 echo
 echo "== cordon audit $id: what the supervisor decided (denials and emulations)"
-"$cordon" --root "$root" audit "$id" | grep -E '\((deny|emulate)\)' || true
+"$cordon" --root "$root" audit "$id" | grep -E ' \((deny|emulate)( by .*)?\)$' || true
 echo
 echo "== cordon audit --stats $id"
 "$cordon" --root "$root" audit --stats "$id"
 echo
 echo "(unshare(CLONE_NEWUSER) and bpf were refused by the BPF filter in the kernel itself:"
-echo " no round trip to the supervisor, so they leave no audit record; see 'cordon syscalls')"
+echo " no round trip to the supervisor, so they leave no audit record; see 'cordon syscalls';"
+echo " 'cordon --trace run ...' sends them to the supervisor too and records each with its rule)"
