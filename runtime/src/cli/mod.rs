@@ -96,6 +96,8 @@ pub enum Cmd {
     Syscalls(SyscallsArgs),
     /// Print, or with --write merge, the configuration an engine needs to use cordon
     Install(install::InstallArgs),
+    /// Remove what install added to an engine's configuration (--write; without it, print the diff)
+    Uninstall(install::UninstallArgs),
     /// (internal) Run a container's supervisor
     #[command(hide = true)]
     Supervise(SuperviseArgs),
@@ -244,6 +246,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),
         Cmd::Install(a) => install::install(a),
+        Cmd::Uninstall(a) => install::uninstall(a),
         Cmd::Supervise(a) => {
             cordon::supervisor::run(cordon::supervisor::Options {
                 id: a.container_id,
