@@ -312,3 +312,205 @@ fn cordon_pod(handler: &str, annotations: HashMap<String, String>) {
         panic!("{e}\n{}", c.diagnostics());
     }
 }
+
+/// containerd's CRI plugin as a node has it before cordon (as Debian's
+/// config.toml: a CRI section without runtimes, so containerd's built-in
+/// runc is the default), with the local sandbox image and no CNI.
+fn stock_cri_config(d: &Path) -> String {
+    format!(
+        r#"[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "docker.io/library/cordon-pause:latest"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{d}/cni/bin"
+    conf_dir = "{d}/cni/conf"
+"#,
+        d = d.display()
+    )
+}
+
+/// Runs a pod with `handler` ("": containerd's default runtime) whose
+/// container prints `uname -r` and `pod-ok`: the ids of the pod and its
+/// container, and the container's CRI log.
+fn run_uname_pod(c: &Containerd, cri: &mut Cri, handler: &str) -> (String, String, String) {
+    let logs = c.dir.as_ref().unwrap().path().join("pod-logs").join(unique("logs"));
+    fs::create_dir_all(&logs).unwrap();
+    let name = unique("pod");
+    let sandbox_config = PodSandboxConfig {
+        metadata: Some(PodSandboxMetadata {
+            name: name.clone(),
+            uid: format!("uid-{name}"),
+            namespace: "default".into(),
+            attempt: 0,
+        }),
+        log_directory: logs.to_string_lossy().into_owned(),
+        linux: Some(LinuxPodSandboxConfig {
+            security_context: Some(LinuxSandboxSecurityContext {
+                namespace_options: Some(NamespaceOption {
+                    network: NamespaceMode::Node as i32,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let pod = cri!(
+        *cri,
+        run_pod_sandbox,
+        RunPodSandboxRequest {
+            config: Some(sandbox_config.clone()),
+            runtime_handler: handler.into(),
+        }
+    )
+    .pod_sandbox_id;
+    let ctr = cri!(
+        *cri,
+        create_container,
+        CreateContainerRequest {
+            pod_sandbox_id: pod.clone(),
+            config: Some(ContainerConfig {
+                metadata: Some(ContainerMetadata {
+                    name: "app".into(),
+                    attempt: 0,
+                }),
+                image: Some(ImageSpec {
+                    image: "docker.io/library/cordon-busybox:latest".into(),
+                    ..Default::default()
+                }),
+                command: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "uname -r; echo pod-ok; exec sleep 1000".into()
+                ],
+                log_path: "app.log".into(),
+                ..Default::default()
+            }),
+            sandbox_config: Some(sandbox_config),
+        }
+    )
+    .container_id;
+    cri!(
+        *cri,
+        start_container,
+        StartContainerRequest {
+            container_id: ctr.clone(),
+        }
+    );
+    let log = logs.join("app.log");
+    let seen = poll(|| {
+        let text = fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        if text.contains("pod-ok") {
+            Ok(text)
+        } else {
+            Err(format!("log so far: {text:?}"))
+        }
+    });
+    let text = seen.unwrap_or_else(|e| panic!("handler {handler:?}: container log: {e}\n{}", c.diagnostics()));
+    (pod, ctr, text)
+}
+
+/// Stops and removes a pod and its container through CRI.
+fn remove_pod(cri: &mut Cri, pod: &str, ctr: &str) {
+    cri!(
+        *cri,
+        stop_container,
+        StopContainerRequest {
+            container_id: ctr.into(),
+            timeout: 1,
+        }
+    );
+    cri!(
+        *cri,
+        remove_container,
+        RemoveContainerRequest {
+            container_id: ctr.into(),
+        }
+    );
+    cri!(
+        *cri,
+        stop_pod_sandbox,
+        StopPodSandboxRequest {
+            pod_sandbox_id: pod.into(),
+        }
+    );
+    cri!(
+        *cri,
+        remove_pod_sandbox,
+        RemovePodSandboxRequest {
+            pod_sandbox_id: pod.into(),
+        }
+    );
+}
+
+/// `cordon install containerd --write` on a node's config (a CRI section
+/// without runtimes), then a restart of containerd: CRI still runs a pod
+/// on runc, the default runtime, and runs one with `runtime_handler:
+/// cordon` through the runc shim with cordon as its binary and its own
+/// Root; `cordon uninstall containerd --write` gives the file back byte
+/// for byte.
+#[test]
+fn cri_runc_and_cordon_pods_after_cordon_install() {
+    let _g = serial();
+    let mut c = Containerd::start_config(stock_cri_config);
+    let config = c.config_path();
+    let cfg = config.to_string_lossy().into_owned();
+    let before = fs::read_to_string(&config).unwrap();
+
+    let w = cordon_cli(&["install", "containerd", "--write", "--config", &cfg]);
+    assert!(w.success(), "{w}");
+    let again = cordon_cli(&["install", "containerd", "--write", "--config", &cfg]);
+    assert!(
+        again.success() && again.stdout.contains("already configured"),
+        "a second install should change nothing\n{again}"
+    );
+    let text = fs::read_to_string(&config).unwrap();
+    assert!(
+        text.starts_with(&before),
+        "install should keep the file and append\n{text}"
+    );
+    // cordon's state apart from runc's: in this test, inside the temp dir.
+    let root_line = "Root = \"/run/containerd/cordon\"".to_string();
+    assert!(text.contains(&root_line), "expected {root_line}\n{text}");
+    let private = format!("Root = \"{}\"", c.runc_shim_root().display());
+    fs::write(&config, text.replace(&root_line, &private)).unwrap();
+    c.restart();
+    c.import_image(K8S_NS, "cordon-pause");
+    c.import_image(K8S_NS, "cordon-busybox");
+    let mut cri = Cri::connect(&c.sock);
+
+    // runc is still the default runtime.
+    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let (pod, ctr, log) = run_uname_pod(&c, &mut cri, "");
+    assert!(
+        log.lines().any(|l| l.ends_with(&format!("stdout F {}", host.trim()))),
+        "expected the runc pod to print the host's release {}:\n{log}",
+        host.trim()
+    );
+    remove_pod(&mut cri, &pod, &ctr);
+
+    // The cordon handler runs cordon, with its state under its own Root.
+    let (pod, ctr, log) = run_uname_pod(&c, &mut cri, "cordon");
+    assert!(
+        log.lines().any(|l| l.ends_with(&format!("stdout F {CORDON_RELEASE}"))),
+        "expected the cordon pod to print {CORDON_RELEASE}:\n{log}"
+    );
+    let root = c.runc_shim_root().join(K8S_NS);
+    let st = c.cordon_in(&root, &["state", &ctr]);
+    assert!(
+        st.success(),
+        "cordon state {ctr} in {}\n{st}\n{}",
+        root.display(),
+        c.diagnostics()
+    );
+    remove_pod(&mut cri, &pod, &ctr);
+
+    let u = cordon_cli(&["uninstall", "containerd", "--write", "--config", &cfg]);
+    assert!(u.success(), "{u}");
+    assert_eq!(
+        fs::read_to_string(&config).unwrap(),
+        before,
+        "uninstall should give back the file as it was\n{u}"
+    );
+}
