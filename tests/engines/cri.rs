@@ -458,9 +458,21 @@ fn cri_runc_and_cordon_pods_after_cordon_install() {
     let cfg = config.to_string_lossy().into_owned();
     let before = fs::read_to_string(&config).unwrap();
 
-    let w = cordon_cli(&["install", "containerd", "--write", "--config", &cfg]);
+    // cordon's state apart from runc's (default /run/containerd/cordon):
+    // in this test, inside the temp dir.
+    let root = c.runc_shim_root().to_string_lossy().into_owned();
+    let install = [
+        "install",
+        "containerd",
+        "--write",
+        "--config",
+        &cfg,
+        "--state-root",
+        &root,
+    ];
+    let w = cordon_cli(&install);
     assert!(w.success(), "{w}");
-    let again = cordon_cli(&["install", "containerd", "--write", "--config", &cfg]);
+    let again = cordon_cli(&install);
     assert!(
         again.success() && again.stdout.contains("already configured"),
         "a second install should change nothing\n{again}"
@@ -470,11 +482,8 @@ fn cri_runc_and_cordon_pods_after_cordon_install() {
         text.starts_with(&before),
         "install should keep the file and append\n{text}"
     );
-    // cordon's state apart from runc's: in this test, inside the temp dir.
-    let root_line = "Root = \"/run/containerd/cordon\"".to_string();
+    let root_line = format!("Root = \"{root}\"");
     assert!(text.contains(&root_line), "expected {root_line}\n{text}");
-    let private = format!("Root = \"{}\"", c.runc_shim_root().display());
-    fs::write(&config, text.replace(&root_line, &private)).unwrap();
     c.restart();
     c.import_image(K8S_NS, "cordon-pause");
     c.import_image(K8S_NS, "cordon-busybox");
@@ -513,4 +522,87 @@ fn cri_runc_and_cordon_pods_after_cordon_install() {
         before,
         "uninstall should give back the file as it was\n{u}"
     );
+}
+
+/// deploy/scripts/cordon-deploy.sh (what the cordon-deploy DaemonSet runs)
+/// on a node's containerd config, the node's / being "" here: `install`
+/// copies the binaries, writes the cordon-audit wrapper, merges both
+/// runtimes and restarts containerd (once: a second install changes
+/// nothing); CRI then runs a cordon pod and still a runc pod; `cleanup`
+/// gives the config back byte for byte and removes the binaries.
+#[test]
+fn cri_deploy_script_installs_and_cleans_up() {
+    let _g = serial();
+    let mut c = Containerd::start_config(stock_cri_config);
+    let d = c.dir.as_ref().unwrap().path().to_path_buf();
+    let config = c.config_path();
+    let before = fs::read_to_string(&config).unwrap();
+    let install_dir = d.join("node/opt/cordon/bin");
+    let restarts = d.join("restarts");
+    let (artifacts, state_root) = (c.cordon.parent().unwrap().to_path_buf(), c.runc_shim_root());
+    let script = |mode: &str| {
+        run_timeout(
+            Command::new("sh")
+                .arg(cordon_tests::repo().join("deploy/scripts/cordon-deploy.sh"))
+                .arg(mode)
+                .env("HOST_ROOT", "")
+                .env("CORDON_INSTALL_DIR", &install_dir)
+                .env("CORDON_ARTIFACTS", &artifacts)
+                .env("CONTAINERD_CONFIG", &config)
+                .env("CORDON_STATE_ROOT", &state_root)
+                .env("CORDON_RESTART_CMD", format!("echo restart >> {}", restarts.display()))
+                .env_remove("NODE_NAME"),
+            CMD_TIMEOUT,
+        )
+    };
+    let restart_count = || fs::read_to_string(&restarts).unwrap_or_default().lines().count();
+
+    let r = script("install");
+    assert!(r.success(), "cordon-deploy.sh install\n{r}");
+    assert_eq!(restart_count(), 1, "install should restart containerd once\n{r}");
+    assert!(r.stdout.contains("NODE_NAME is not set: not labelling the node"), "{r}");
+    let wrapper = fs::read_to_string(install_dir.join("cordon-audit")).unwrap();
+    assert!(
+        wrapper.contains(&format!("exec {}/cordon --policy audit \"$@\"", install_dir.display())),
+        "cordon-audit wrapper:\n{wrapper}"
+    );
+    let text = fs::read_to_string(&config).unwrap();
+    for rt in ["cordon", "cordon-audit"] {
+        let line = format!("BinaryName = \"{}/{rt}\"", install_dir.display());
+        assert!(text.contains(&line), "expected {line} in\n{text}");
+    }
+    c.restart();
+    c.import_image(K8S_NS, "cordon-pause");
+    c.import_image(K8S_NS, "cordon-busybox");
+    let mut cri = Cri::connect(&c.sock);
+    let (pod, ctr, log) = run_uname_pod(&c, &mut cri, "cordon");
+    assert!(
+        log.lines().any(|l| l.ends_with(&format!("stdout F {CORDON_RELEASE}"))),
+        "expected the cordon pod to print {CORDON_RELEASE}:\n{log}"
+    );
+    remove_pod(&mut cri, &pod, &ctr);
+    let (pod, ctr, log) = run_uname_pod(&c, &mut cri, "");
+    assert!(
+        !log.contains(CORDON_RELEASE),
+        "the default runtime should still be runc:\n{log}"
+    );
+    remove_pod(&mut cri, &pod, &ctr);
+
+    let r = script("install");
+    assert!(r.success(), "cordon-deploy.sh install again\n{r}");
+    assert_eq!(
+        restart_count(),
+        1,
+        "a second install should not restart containerd\n{r}"
+    );
+
+    let r = script("cleanup");
+    assert!(r.success(), "cordon-deploy.sh cleanup\n{r}");
+    assert_eq!(restart_count(), 2, "cleanup should restart containerd\n{r}");
+    assert_eq!(
+        fs::read_to_string(&config).unwrap(),
+        before,
+        "cleanup should give back containerd's config as it was\n{r}"
+    );
+    assert!(!install_dir.exists(), "{} is left\n{r}", install_dir.display());
 }

@@ -376,7 +376,7 @@ impl Containerd {
         let cordon = cordon_abs();
         let dir = TempDir::new("containerd");
         let d = dir.path().to_path_buf();
-        let created_outside: Vec<PathBuf> = ["s", "fifo", "runc", ""]
+        let created_outside: Vec<PathBuf> = ["s", "fifo", "runc/k8s.io", "runc", ""]
             .into_iter()
             .map(|sub| Path::new("/run/containerd").join(sub))
             .chain(ns_cgroup_dirs())

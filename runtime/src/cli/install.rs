@@ -118,6 +118,10 @@ pub struct InstallArgs {
     /// binary), e.g. its path on the host when installing from a container
     #[arg(long)]
     pub binary: Option<PathBuf>,
+    /// containerd, runc shim: options.Root, the directory under which
+    /// cordon keeps the containers (per namespace), apart from runc's
+    #[arg(long, default_value = RUNC_SHIM_ROOT)]
+    pub state_root: PathBuf,
     /// containerd: use cordon's own shim (runtime_type
     /// io.containerd.cordon.v2; containerd-shim-cordon-v2 must be on
     /// containerd's PATH) instead of the runc shim with BinaryName
@@ -155,6 +159,8 @@ struct Target<'a> {
     binary: &'a str,
     /// containerd: cordon's own shim instead of the runc shim.
     shim: bool,
+    /// containerd, runc shim: `options.Root`.
+    state_root: &'a str,
 }
 
 /// Runs `cordon install`.
@@ -177,6 +183,16 @@ pub fn install(a: InstallArgs) -> anyhow::Result<i32> {
     let binary = binary
         .to_str()
         .with_context(|| format!("--binary {}: not UTF-8", binary.display()))?;
+    let state_root = a
+        .state_root
+        .to_str()
+        .filter(|_| a.state_root.is_absolute())
+        .with_context(|| {
+            format!(
+                "--state-root {}: must be an absolute UTF-8 path",
+                a.state_root.display()
+            )
+        })?;
     let path = a.config.unwrap_or_else(|| PathBuf::from(a.engine.default_config()));
     let old = read_if_exists(&path)?;
     let target = Target {
@@ -184,6 +200,7 @@ pub fn install(a: InstallArgs) -> anyhow::Result<i32> {
         name: &a.runtime,
         binary,
         shim: a.shim,
+        state_root,
     };
     let plan = plan(&target, old.as_deref().unwrap_or("")).with_context(|| format!("{}", path.display()))?;
     for w in &plan.warnings {
@@ -523,7 +540,7 @@ fn containerd_edits(doc: &Table, layout: &ContainerdLayout, t: &Target) -> anyho
     } else {
         runtime.insert("runtime_type".into(), "io.containerd.runc.v2".into());
         options.insert("BinaryName".into(), t.binary.into());
-        options.insert("Root".into(), RUNC_SHIM_ROOT.into());
+        options.insert("Root".into(), t.state_root.into());
     }
     if systemd {
         options.insert("SystemdCgroup".into(), Toml::Boolean(true));
@@ -781,6 +798,8 @@ struct Entry {
     binary: String,
     /// containerd: on cordon's own shim.
     shim: bool,
+    /// containerd, runc shim: `options.Root`.
+    state_root: String,
 }
 
 /// The names of the runtimes in `doc` that are cordon's.
@@ -841,6 +860,7 @@ fn cordon_entry(engine: Engine, doc: &Doc, name: &str) -> anyhow::Result<Option<
             Ok(Some(Entry {
                 binary: path.into(),
                 shim: false,
+                state_root: String::new(),
             }))
         }
         (Engine::Containerd, Doc::Toml(t)) => {
@@ -863,12 +883,11 @@ fn cordon_entry(engine: Engine, doc: &Doc, name: &str) -> anyhow::Result<Option<
                 )));
             }
             let shim = rt.get("runtime_type").and_then(Toml::as_str) == Some("io.containerd.cordon.v2");
-            let binary = get(rt, &["options", "BinaryName"])
-                .and_then(Toml::as_str)
-                .unwrap_or_default();
+            let option = |key| get(rt, &["options", key]).and_then(Toml::as_str).unwrap_or_default();
             Ok(Some(Entry {
-                binary: binary.into(),
+                binary: option("BinaryName").into(),
                 shim,
+                state_root: option("Root").into(),
             }))
         }
         (Engine::Podman, Doc::Toml(t)) => {
@@ -886,6 +905,7 @@ fn cordon_entry(engine: Engine, doc: &Doc, name: &str) -> anyhow::Result<Option<
             Ok(Some(Entry {
                 binary: binary.into(),
                 shim: false,
+                state_root: String::new(),
             }))
         }
         _ => Ok(None),
@@ -990,6 +1010,7 @@ fn plan_uninstall(engine: Engine, name: &str, current: &str, backup: Option<&str
         name,
         binary: &entry.binary,
         shim: entry.shim,
+        state_root: &entry.state_root,
     };
     // What install would make of `before`, if it changed it.
     let installed = |before: &str| -> Option<Doc> {

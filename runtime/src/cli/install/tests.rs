@@ -20,6 +20,7 @@ fn target(engine: Engine, name: &'static str) -> Target<'static> {
         name,
         binary: BIN,
         shim: false,
+        state_root: RUNC_SHIM_ROOT,
     }
 }
 
