@@ -118,11 +118,11 @@ pub struct InstallArgs {
     /// binary), e.g. its path on the host when installing from a container
     #[arg(long)]
     pub binary: Option<PathBuf>,
-    /// containerd, runc shim: options.Root, the directory under which
+    /// For containerd's runc shim: options.Root, the directory under which
     /// cordon keeps the containers (per namespace), apart from runc's
     #[arg(long, default_value = RUNC_SHIM_ROOT)]
     pub state_root: PathBuf,
-    /// containerd: use cordon's own shim (runtime_type
+    /// For containerd: use cordon's own shim (runtime_type
     /// io.containerd.cordon.v2; containerd-shim-cordon-v2 must be on
     /// containerd's PATH) instead of the runc shim with BinaryName
     #[arg(long)]

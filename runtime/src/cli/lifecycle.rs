@@ -6,7 +6,8 @@ use std::io::Write;
 use anyhow::{bail, Context};
 use cordon::container::{foreground, CreateOptions, ExecOptions, Runtime};
 use libcontainer::oci_spec::runtime::{
-    LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources, LinuxResourcesBuilder, Spec,
+    LinuxBlockIoBuilder, LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources, LinuxResourcesBuilder,
+    Spec,
 };
 
 use super::KillArgs;
@@ -86,29 +87,103 @@ pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
 }
 
 pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
+    refuse_unsupported_exec_flags(&a)?;
     let detach = a.detach;
-    let pid = rt.exec(&ExecOptions {
-        id: a.container_id,
-        process: a.process,
-        args: a.command,
-        env: a.env,
-        cwd: a.cwd,
-        user: a.user,
-        additional_gids: a.additional_gids,
-        tty: a.tty,
-        console_socket: a.console_socket,
-        detach: a.detach,
-        pid_file: a.pid_file,
-        preserve_fds: a.preserve_fds,
-        caps: a.cap,
-        stdio: None,
-    })?;
+    let asked = asked_caps(&a);
+    let pid = rt
+        .exec(&ExecOptions {
+            id: a.container_id,
+            process: a.process,
+            args: a.command,
+            env: a.env,
+            cwd: a.cwd,
+            user: a.user,
+            additional_gids: a.additional_gids,
+            tty: a.tty,
+            console_socket: a.console_socket,
+            detach: a.detach,
+            pid_file: a.pid_file,
+            preserve_fds: a.preserve_fds,
+            caps: a.cap,
+            stdio: None,
+        })
+        .map_err(|e| {
+            let msg = e.to_string();
+            let missing = missing_caps(&asked);
+            if msg.contains("unable to apply caps") && !missing.is_empty() {
+                anyhow::anyhow!(
+                    "{msg}; {} not in the runtime's bounding set",
+                    missing.join(", ") + if missing.len() == 1 { " is" } else { " are" }
+                )
+            } else {
+                anyhow::Error::from(e)
+            }
+        })?;
     if detach {
         return Ok(0);
     }
     // The process may already have exited: `wait` reaps before it sleeps.
     let signals = foreground::block_signals()?;
     Ok(foreground::wait(pid, &signals)?)
+}
+
+/// The capabilities an exec asks for: `--cap`, and every set of
+/// `--process`'s `capabilities`.
+fn asked_caps(a: &liboci_cli::Exec) -> Vec<String> {
+    let mut caps = a.cap.clone();
+    let process = a
+        .process
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    if let Some(sets) = process.as_ref().and_then(|p| p["capabilities"].as_object()) {
+        caps.extend(
+            sets.values()
+                .flat_map(|s| s.as_array().into_iter().flatten())
+                .filter_map(|c| c.as_str().map(String::from)),
+        );
+    }
+    caps.sort();
+    caps.dedup();
+    caps
+}
+
+/// Those of `caps` (names, with or without `CAP_`) that this process's
+/// bounding set lacks: no process it starts can have them.
+fn missing_caps(caps: &[String]) -> Vec<String> {
+    let Ok(bounding) = caps::read(None, caps::CapSet::Bounding) else {
+        return Vec::new();
+    };
+    caps.iter()
+        .filter_map(|name| {
+            let full = if name.starts_with("CAP_") {
+                name.clone()
+            } else {
+                format!("CAP_{name}")
+            };
+            let cap: caps::Capability = full.parse().ok()?;
+            (!bounding.contains(&cap)).then_some(full)
+        })
+        .collect()
+}
+
+/// runc's exec flags cordon cannot honour: refused in one line rather than
+/// ignored. (`--no-new-privs` is accepted: cordon always sets
+/// no_new_privs.)
+fn refuse_unsupported_exec_flags(a: &liboci_cli::Exec) -> anyhow::Result<()> {
+    if let Some(p) = &a.apparmor {
+        bail!("exec --apparmor {p:?}: AppArmor profiles are not supported by cordon");
+    }
+    if let Some(l) = &a.process_label {
+        bail!("exec --process-label {l:?}: SELinux labels are not supported by cordon");
+    }
+    if let Some(c) = &a.cgroup {
+        bail!("exec --cgroup {c:?}: running a process in a sub-cgroup is not supported by cordon");
+    }
+    if a.ignore_paused {
+        bail!("exec --ignore-paused: exec in a paused container is not supported by cordon");
+    }
+    Ok(())
 }
 
 pub fn ps(rt: &Runtime, a: liboci_cli::Ps) -> anyhow::Result<i32> {
@@ -201,7 +276,19 @@ pub fn update(rt: &Runtime, a: liboci_cli::Update) -> anyhow::Result<i32> {
                 .with_context(|| format!("--resources {}: invalid JSON", p.display()))?
         }
         None => {
+            if a.l3_cache_schema.is_some() || a.mem_bw_schema.is_some() {
+                let flag = if a.l3_cache_schema.is_some() {
+                    "--l3-cache-schema"
+                } else {
+                    "--mem-bw-schema"
+                };
+                bail!("update {flag}: Intel RDT is not supported by cordon");
+            }
             let mut b = LinuxResourcesBuilder::default();
+            if let Some(w) = a.blkio_weight {
+                let w = u16::try_from(w).map_err(|_| anyhow::anyhow!("--blkio-weight {w}: out of range"))?;
+                b = b.block_io(LinuxBlockIoBuilder::default().weight(w).build()?);
+            }
             if let Some(n) = a.pids_limit {
                 b = b.pids(LinuxPidsBuilder::default().limit(n).build()?);
             }
@@ -218,8 +305,21 @@ pub fn update(rt: &Runtime, a: liboci_cli::Update) -> anyhow::Result<i32> {
                 }
                 b = b.memory(m.build()?);
             }
-            if a.cpu_period.is_some() || a.cpu_quota.is_some() || a.cpu_share.is_some() || a.cpuset_cpus.is_some() {
+            if a.cpu_period.is_some()
+                || a.cpu_quota.is_some()
+                || a.cpu_share.is_some()
+                || a.cpuset_cpus.is_some()
+                || a.cpuset_mems.is_some()
+                || a.cpu_rt_period.is_some()
+                || a.cpu_rt_runtime.is_some()
+            {
                 let mut c = LinuxCpuBuilder::default();
+                if let Some(v) = a.cpu_rt_period {
+                    c = c.realtime_period(v);
+                }
+                if let Some(v) = a.cpu_rt_runtime {
+                    c = c.realtime_runtime(v as i64);
+                }
                 if let Some(v) = a.cpu_period {
                     c = c.period(v);
                 }
@@ -273,13 +373,30 @@ pub fn features() -> anyhow::Result<i32> {
             "apparmor": {"enabled": false},
             "selinux": {"enabled": false}
         },
-        "annotations": {
-            "org.cordon.version": env!("CARGO_PKG_VERSION"),
-            "org.cordon.policy": "policy for this container: a built-in name or a policy file",
-        }
+        "annotations": features_annotations(),
     });
     println!("{}", serde_json::to_string_pretty(&f)?);
     Ok(0)
+}
+
+/// `features`' annotations: what this runtime is (as runc gives its
+/// libseccomp version), then every annotation cordon reads from a
+/// container's config, with what it does.
+fn features_annotations() -> serde_json::Value {
+    let seccomp = libseccomp::ScmpVersion::current()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    serde_json::json!({
+        "org.cordon.version": env!("CARGO_PKG_VERSION"),
+        "org.cordon.commit": env!("CORDON_COMMIT"),
+        "io.github.seccomp.libseccomp.version": seccomp,
+        cordon::config::POLICY_ANNOTATION:
+            "the container's policy: a built-in name or a policy file",
+        cordon::config::PLATFORM_ANNOTATION:
+            "how the supervisor intercepts syscalls: seccomp-notify or ptrace",
+        cordon::policy::ENFORCEMENT_ANNOTATION:
+            "where path rules are enforced: kernel (mounts where they can be) or supervisor",
+    })
 }
 
 /// Writes a starter config.json, as `runc spec` does (fails if one exists).
