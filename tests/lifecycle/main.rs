@@ -2070,6 +2070,65 @@ fn bad_input_unknown_flag() {
 }
 
 // ---------------------------------------------------------------------------
+// install and uninstall (the merging itself: unit tests in cli/install)
+// ---------------------------------------------------------------------------
+
+/// `cordon ARGS` as the user runs it.
+fn cordon_plain(args: &[&str]) -> Output {
+    Command::new(cordon_bin()).args(args).output().unwrap()
+}
+
+/// On Debian's config.toml: `--dry-run` prints the diff and writes
+/// nothing, `--write` merges and keeps a backup, `uninstall` shows its diff
+/// then gives the file back byte for byte and drops the backup; removing a
+/// runtime that is not cordon's is refused in one line.
+#[test]
+fn install_dry_run_write_and_uninstall_from_the_command_line() {
+    let dir = TempDir::new("install-cli");
+    let config = dir.path().join("config.toml");
+    let debian = fs::read_to_string(repo().join("runtime/tests/fixtures/install/containerd-debian12.toml")).unwrap();
+    fs::write(&config, &debian).unwrap();
+    let cfg = config.to_string_lossy().into_owned();
+    let backup = dir.path().join("config.toml.before-cordon");
+
+    let dry = ok(&cordon_plain(&["install", "containerd", "--config", &cfg, "--dry-run"]));
+    assert!(dry.starts_with(&format!("--- {cfg}\n+++ {cfg}\n@@ ")), "{dry}");
+    assert!(
+        dry.contains("\n+[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.cordon]\n"),
+        "{dry}"
+    );
+    assert_eq!(fs::read_to_string(&config).unwrap(), debian, "--dry-run wrote the file");
+
+    let w = ok(&cordon_plain(&["install", "containerd", "--config", &cfg, "--write"]));
+    assert!(w.contains("runtime \"cordon\" added"), "{w}");
+    assert_eq!(fs::read_to_string(&backup).unwrap(), debian);
+    let after = fs::read_to_string(&config).unwrap();
+    let again = ok(&cordon_plain(&["install", "containerd", "--config", &cfg, "--write"]));
+    assert!(again.contains("already configured"), "{again}");
+    assert_eq!(fs::read_to_string(&config).unwrap(), after);
+
+    let out = cordon_plain(&["uninstall", "containerd", "--config", &cfg, "--runtime", "runc"]);
+    assert_fails(&out, &["runtime \"runc\" is not cordon's", "not removing it"]);
+    let out = cordon_plain(&["install", "containerd", "--config", &cfg, "--write", "--dry-run"]);
+    assert!(!out.status.success(), "--write with --dry-run should be refused");
+
+    let dry = ok(&cordon_plain(&[
+        "uninstall",
+        "containerd",
+        "--config",
+        &cfg,
+        "--dry-run",
+    ]));
+    assert!(dry.contains("\n-BinaryName = "), "{dry}");
+    assert_eq!(fs::read_to_string(&config).unwrap(), after, "--dry-run wrote the file");
+    ok(&cordon_plain(&["uninstall", "containerd", "--config", &cfg, "--write"]));
+    assert_eq!(fs::read_to_string(&config).unwrap(), debian);
+    assert!(!backup.exists(), "the backup should go with the restore");
+    let none = ok(&cordon_plain(&["uninstall", "containerd", "--config", &cfg, "--write"]));
+    assert!(none.contains("nothing to remove"), "{none}");
+}
+
+// ---------------------------------------------------------------------------
 // version and spec
 // ---------------------------------------------------------------------------
 
