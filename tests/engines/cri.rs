@@ -444,16 +444,58 @@ fn remove_pod(cri: &mut Cri, pod: &str, ctr: &str) {
     );
 }
 
-/// `cordon install containerd --write` on a node's config (a CRI section
-/// without runtimes), then a restart of containerd: CRI still runs a pod
-/// on runc, the default runtime, and runs one with `runtime_handler:
-/// cordon` through the runc shim with cordon as its binary and its own
-/// Root; `cordon uninstall containerd --write` gives the file back byte
-/// for byte.
+/// The plugins of `containerd config default` (containerd 1.6, the
+/// installer's unit-test fixture), with this machine's needs: the local
+/// sandbox image, `restrict_oom_score_adj`, CNI dirs inside `d`, and
+/// without the opt plugin's /opt path (the test's config sets its own).
+fn default_cri_config(d: &Path) -> String {
+    let default = include_str!("../../runtime/tests/fixtures/install/containerd-1.6-default.toml");
+    let start = default.find("\n[plugins]\n").expect("[plugins] in the default config") + 1;
+    let end = default
+        .find("\n[proxy_plugins]")
+        .expect("[proxy_plugins] in the default config");
+    let plugins = default[start..end]
+        .replace(
+            "  [plugins.\"io.containerd.internal.v1.opt\"]\n    path = \"/opt/containerd\"\n",
+            "",
+        )
+        .replace(
+            "sandbox_image = \"registry.k8s.io/pause:3.6\"",
+            "sandbox_image = \"docker.io/library/cordon-pause:latest\"",
+        )
+        .replace("restrict_oom_score_adj = false", "restrict_oom_score_adj = true")
+        .replace(
+            "bin_dir = \"/opt/cni/bin\"",
+            &format!("bin_dir = \"{}/cni/bin\"", d.display()),
+        )
+        .replace(
+            "conf_dir = \"/etc/cni/net.d\"",
+            &format!("conf_dir = \"{}/cni/conf\"", d.display()),
+        );
+    assert!(!plugins.contains("/opt/containerd") && plugins.contains("cordon-pause"));
+    plugins
+}
+
+/// `cordon install containerd --write` on a node's config (Debian's: a
+/// CRI section without runtimes), then a restart of containerd: CRI still
+/// runs a pod on runc, the default runtime, and runs one with
+/// `runtime_handler: cordon` through the runc shim with cordon as its
+/// binary and its own Root; `cordon uninstall containerd --write` gives
+/// the file back byte for byte.
 #[test]
 fn cri_runc_and_cordon_pods_after_cordon_install() {
+    pods_after_install(stock_cri_config);
+}
+
+/// The same on `containerd config default`, runc's runtime spelled out.
+#[test]
+fn cri_runc_and_cordon_pods_after_cordon_install_on_the_default_config() {
+    pods_after_install(default_cri_config);
+}
+
+fn pods_after_install(plugins: fn(&Path) -> String) {
     let _g = serial();
-    let mut c = Containerd::start_config(stock_cri_config);
+    let mut c = Containerd::start_config(plugins);
     let config = c.config_path();
     let cfg = config.to_string_lossy().into_owned();
     let before = fs::read_to_string(&config).unwrap();

@@ -496,10 +496,11 @@ impl ContainerdLayout {
             .filter_map(Toml::as_str)
             .any(|p| p == self.plugin || p == "cri" || p == "io.containerd.grpc.v1.cri");
         if disabled {
-            vec![format!(
+            vec![
                 "disabled_plugins turns containerd's CRI plugin off: Kubernetes cannot use any runtime on this \
-                 node until it is taken out of that list"
-            )]
+                  node until it is taken out of that list"
+                    .to_string(),
+            ]
         } else {
             Vec::new()
         }
