@@ -1616,6 +1616,34 @@ fn exec_with_a_capability_the_host_lacks_names_it() {
     assert_eq!(status(&env, &id), "running");
 }
 
+/// The same for a container whose config asks for it: run fails naming
+/// the step and the capability, and leaves nothing behind.
+#[test]
+fn run_with_a_capability_the_host_lacks_names_it() {
+    if caps_bounding() & (1 << 24) != 0 {
+        eprintln!("CAP_SYS_RESOURCE is in the bounding set: nothing to check");
+        return;
+    }
+    let mut env = Env::busybox(&["true"]);
+    for set in ["bounding", "effective", "permitted"] {
+        let caps = env.config["process"]["capabilities"][set]
+            .as_array_mut()
+            .expect("capabilities");
+        caps.push("CAP_SYS_RESOURCE".into());
+    }
+    env.write();
+    let id = unique("runcap");
+    assert_fails(
+        &env.run(&id),
+        &[
+            "unable to apply caps",
+            "EPERM",
+            "CAP_SYS_RESOURCE is not in the runtime's bounding set",
+        ],
+    );
+    assert_clean(&env, &id);
+}
+
 /// CapBnd of this process, from /proc/self/status.
 fn caps_bounding() -> u64 {
     let status = fs::read_to_string("/proc/self/status").unwrap();

@@ -13,6 +13,7 @@ use libcontainer::oci_spec::runtime::{
 use super::KillArgs;
 
 pub fn create(rt: &Runtime, a: liboci_cli::Create) -> anyhow::Result<i32> {
+    let asked = bundle_caps(&a.bundle);
     rt.create(&CreateOptions {
         id: a.container_id,
         bundle: a.bundle,
@@ -22,7 +23,8 @@ pub fn create(rt: &Runtime, a: liboci_cli::Create) -> anyhow::Result<i32> {
         preserve_fds: a.preserve_fds,
         detach: true,
         stdio: None,
-    })?;
+    })
+    .map_err(|e| name_missing_caps(e.into(), &asked))?;
     Ok(0)
 }
 
@@ -53,16 +55,19 @@ pub fn delete(rt: &Runtime, a: liboci_cli::Delete) -> anyhow::Result<i32> {
 /// container's status, 128+N when signal N killed it.
 pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
     let id = a.container_id.clone();
-    let mut c = rt.create(&CreateOptions {
-        id: id.clone(),
-        bundle: a.bundle,
-        pid_file: a.pid_file,
-        console_socket: a.console_socket,
-        no_pivot: a.no_pivot,
-        preserve_fds: a.preserve_fds,
-        detach: a.detach,
-        stdio: None,
-    })?;
+    let asked = bundle_caps(&a.bundle);
+    let mut c = rt
+        .create(&CreateOptions {
+            id: id.clone(),
+            bundle: a.bundle,
+            pid_file: a.pid_file,
+            console_socket: a.console_socket,
+            no_pivot: a.no_pivot,
+            preserve_fds: a.preserve_fds,
+            detach: a.detach,
+            stdio: None,
+        })
+        .map_err(|e| name_missing_caps(e.into(), &asked))?;
     // Block signals before the init can exit (it waits for start), so its
     // SIGCHLD stays pending; the container's own mask was set at create.
     let signals = if a.detach {
@@ -107,18 +112,7 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
             caps: a.cap,
             stdio: None,
         })
-        .map_err(|e| {
-            let msg = e.to_string();
-            let missing = missing_caps(&asked);
-            if msg.contains("unable to apply caps") && !missing.is_empty() {
-                anyhow::anyhow!(
-                    "{msg}; {} not in the runtime's bounding set",
-                    missing.join(", ") + if missing.len() == 1 { " is" } else { " are" }
-                )
-            } else {
-                anyhow::Error::from(e)
-            }
-        })?;
+        .map_err(|e| name_missing_caps(e.into(), &asked))?;
     if detach {
         return Ok(0);
     }
@@ -127,22 +121,52 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
     Ok(foreground::wait(pid, &signals)?)
 }
 
+/// The capabilities a bundle's process asks for (every set; none when
+/// the config cannot be read: create says why).
+fn bundle_caps(bundle: &std::path::Path) -> Vec<String> {
+    let config = std::fs::read(bundle.join("config.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    config.map(|c| caps_of(&c["process"])).unwrap_or_default()
+}
+
+/// The capabilities of an OCI process object, every set.
+fn caps_of(process: &serde_json::Value) -> Vec<String> {
+    let mut caps: Vec<String> = process["capabilities"]
+        .as_object()
+        .into_iter()
+        .flat_map(|sets| sets.values())
+        .flat_map(|s| s.as_array().into_iter().flatten())
+        .filter_map(|c| c.as_str().map(String::from))
+        .collect();
+    caps.sort();
+    caps.dedup();
+    caps
+}
+
+/// `e`, with the capabilities of `asked` that the runtime's bounding set
+/// lacks named when applying capabilities failed (as runc's "unable to
+/// apply caps", which does not say which).
+fn name_missing_caps(e: anyhow::Error, asked: &[String]) -> anyhow::Error {
+    let msg = cordon::container::chain(e.as_ref());
+    let missing = missing_caps(asked);
+    if !msg.contains("unable to apply caps") || missing.is_empty() {
+        return e;
+    }
+    let verb = if missing.len() == 1 { "is" } else { "are" };
+    anyhow::anyhow!("{msg}; {} {verb} not in the runtime's bounding set", missing.join(", "))
+}
+
 /// The capabilities an exec asks for: `--cap`, and every set of
 /// `--process`'s `capabilities`.
 fn asked_caps(a: &liboci_cli::Exec) -> Vec<String> {
-    let mut caps = a.cap.clone();
     let process = a
         .process
         .as_ref()
         .and_then(|p| std::fs::read(p).ok())
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-    if let Some(sets) = process.as_ref().and_then(|p| p["capabilities"].as_object()) {
-        caps.extend(
-            sets.values()
-                .flat_map(|s| s.as_array().into_iter().flatten())
-                .filter_map(|c| c.as_str().map(String::from)),
-        );
-    }
+    let mut caps = process.map(|p| caps_of(&p)).unwrap_or_default();
+    caps.extend(a.cap.iter().cloned());
     caps.sort();
     caps.dedup();
     caps
