@@ -570,7 +570,8 @@ fn pods_after_install(plugins: fn(&Path) -> String) {
 /// on a node's containerd config, the node's / being "" here: `install`
 /// copies the binaries, writes the cordon-audit wrapper, merges both
 /// runtimes and restarts containerd (once: a second install changes
-/// nothing); CRI then runs a cordon pod and still a runc pod; `cleanup`
+/// nothing); CRI then runs a pod under each (cordon-audit's under the
+/// audit policy) and still a runc pod; `cleanup`
 /// gives the config back byte for byte and removes the binaries.
 #[test]
 fn cri_deploy_script_installs_and_cleans_up() {
@@ -617,12 +618,28 @@ fn cri_deploy_script_installs_and_cleans_up() {
     c.import_image(K8S_NS, "cordon-pause");
     c.import_image(K8S_NS, "cordon-busybox");
     let mut cri = Cri::connect(&c.sock);
-    let (pod, ctr, log) = run_uname_pod(&c, &mut cri, "cordon");
-    assert!(
-        log.lines().any(|l| l.ends_with(&format!("stdout F {CORDON_RELEASE}"))),
-        "expected the cordon pod to print {CORDON_RELEASE}:\n{log}"
-    );
-    remove_pod(&mut cri, &pod, &ctr);
+    // cordon under the default policy (no execve recorded), cordon-audit
+    // through its wrapper under `audit` (every execve recorded).
+    let root = state_root.join(K8S_NS);
+    for (handler, records_execve) in [("cordon", false), ("cordon-audit", true)] {
+        let (pod, ctr, log) = run_uname_pod(&c, &mut cri, handler);
+        assert!(
+            log.lines().any(|l| l.ends_with(&format!("stdout F {CORDON_RELEASE}"))),
+            "expected the {handler} pod to print {CORDON_RELEASE}:\n{log}"
+        );
+        let audit = c.cordon_in(&root, &["audit", "--json", &ctr]);
+        assert!(
+            audit.success() && audit.stdout.contains("\"uname\""),
+            "{handler}: cordon audit {ctr}\n{audit}\n{}",
+            c.diagnostics()
+        );
+        assert_eq!(
+            audit.stdout.contains("\"execve\""),
+            records_execve,
+            "{handler}: execve in the audit trail should be {records_execve}\n{audit}"
+        );
+        remove_pod(&mut cri, &pod, &ctr);
+    }
     let (pod, ctr, log) = run_uname_pod(&c, &mut cri, "");
     assert!(
         !log.contains(CORDON_RELEASE),

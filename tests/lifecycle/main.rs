@@ -2190,8 +2190,8 @@ fn version_flag_prints_a_version() {
 }
 
 /// `features` lists every annotation cordon reads from a container's
-/// config: each `*_ANNOTATION` constant of the runtime's source, with what
-/// it does.
+/// config: each `org.cordon.*` key constant of the runtime's source, with
+/// what it does.
 #[test]
 fn features_lists_every_annotation_cordon_reads() {
     let out = Command::new(cordon_bin()).arg("features").output().unwrap();
@@ -2206,8 +2206,11 @@ fn features_lists_every_annotation_cordon_reads() {
                 dirs.push(path);
             } else if path.extension().is_some_and(|x| x == "rs") {
                 for l in fs::read_to_string(&path).unwrap().lines() {
-                    if let Some(rest) = l.split("_ANNOTATION: &str = \"").nth(1) {
-                        read.push(rest.trim_end_matches("\";").to_string());
+                    if let Some(rest) = l.split(": &str = \"org.cordon.").nth(1) {
+                        let key = format!("org.cordon.{}", rest.trim_end_matches("\";"));
+                        if key != "org.cordon." {
+                            read.push(key);
+                        }
                     }
                 }
             }

@@ -405,22 +405,20 @@ pub fn features() -> anyhow::Result<i32> {
 
 /// `features`' annotations: what this runtime is (as runc gives its
 /// libseccomp version), then every annotation cordon reads from a
-/// container's config, with what it does.
+/// container's config ([`cordon::annotations::KEYS`]), with what it does.
 fn features_annotations() -> serde_json::Value {
     let seccomp = libseccomp::ScmpVersion::current()
         .map(|v| v.to_string())
         .unwrap_or_else(|_| "unknown".into());
-    serde_json::json!({
+    let mut a = serde_json::json!({
         "org.cordon.version": env!("CARGO_PKG_VERSION"),
         "org.cordon.commit": env!("CORDON_COMMIT"),
         "io.github.seccomp.libseccomp.version": seccomp,
-        cordon::config::POLICY_ANNOTATION:
-            "the container's policy: a built-in name or a policy file",
-        cordon::config::PLATFORM_ANNOTATION:
-            "how the supervisor intercepts syscalls: seccomp-notify or ptrace",
-        cordon::policy::ENFORCEMENT_ANNOTATION:
-            "where path rules are enforced: kernel (mounts where they can be) or supervisor",
-    })
+    });
+    for key in cordon::annotations::KEYS {
+        a[key.name] = key.doc.into();
+    }
+    a
 }
 
 /// Writes a starter config.json, as `runc spec` does (fails if one exists).
