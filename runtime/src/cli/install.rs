@@ -551,8 +551,28 @@ fn dotted(keys: &[&str]) -> String {
         .join(".")
 }
 
+/// Parses a TOML config; the error is one line with the position, and
+/// never quotes the file.
 fn parse_toml(text: &str) -> anyhow::Result<Table> {
-    text.parse::<Table>().context("not valid TOML")
+    toml::from_str::<Table>(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(" at line {line}, column {column}")
+            })
+            .unwrap_or_default();
+        let what = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(", ");
+        anyhow::anyhow!("not valid TOML{at}: {what}")
+    })
 }
 
 /// The comment lines around the tables `install` appends for runtime
