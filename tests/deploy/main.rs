@@ -97,15 +97,18 @@ fn manifests() -> Manifests {
     m
 }
 
-/// The deploy script's default for variable `name` (`NAME=${NAME:-value}`).
+/// The deploy script's default for variable `name` (`NAME=${NAME:-value}`
+/// or `NAME=${NAME-value}`).
 fn script_default(name: &str) -> String {
     let script = fs::read_to_string(deploy_dir().join("scripts/cordon-deploy.sh")).unwrap();
-    let prefix = format!("{name}=${{{name}:-");
-    let line = script
+    script
         .lines()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("cordon-deploy.sh sets no default for {name}"));
-    line[prefix.len()..].trim_end_matches('}').to_string()
+        .find_map(|l| {
+            let rest = l.strip_prefix(&format!("{name}=${{{name}"))?;
+            let value = rest.strip_prefix(":-").or_else(|| rest.strip_prefix('-'))?;
+            Some(value.trim_end_matches('}').to_string())
+        })
+        .unwrap_or_else(|| panic!("cordon-deploy.sh sets no default for {name}"))
 }
 
 #[test]
@@ -263,4 +266,5 @@ fn daemon_sets_run_the_script_with_what_it_needs() {
     }
     seen.sort();
     assert_eq!(seen, ["cleanup", "install"]);
+    assert_eq!(script_default("HOST_ROOT"), "/host");
 }
