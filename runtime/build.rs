@@ -5,11 +5,17 @@
 //!
 //! Needs a C compiler (`$CC`, else `cc`); without one the build goes on
 //! with a warning and the watchdog runs as a fork of the supervisor.
+//!
+//! Also sets what `cordon --version` prints besides the package version:
+//! `CORDON_COMMIT` (`git rev-parse --short HEAD`, "unknown" outside a git
+//! checkout or without git) and `CORDON_LIBCONTAINER_VERSION` (from
+//! Cargo.lock).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
+    versions();
     println!("cargo:rerun-if-changed=watchdog/watchdog.c");
     println!("cargo:rerun-if-env-changed=CC");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("watchdog");
@@ -45,4 +51,34 @@ fn main() {
         );
         std::fs::write(&out, b"").expect("write OUT_DIR/watchdog");
     }
+}
+
+/// `git ARGS` in this package's directory: its trimmed output, if it ran.
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !text.is_empty()).then_some(text)
+}
+
+/// The commit and libcontainer's version, for `--version`.
+fn versions() {
+    let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=CORDON_COMMIT={commit}");
+    // A new commit or checkout moves HEAD or its log (worktrees included).
+    for path in ["HEAD", "logs/HEAD"] {
+        if let Some(p) = git(&["rev-parse", "--git-path", path]) {
+            println!("cargo:rerun-if-changed={p}");
+        }
+    }
+    let lock = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+        .join("../Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock.display());
+    let text = std::fs::read_to_string(&lock).unwrap_or_default();
+    let version = text
+        .split("[[package]]")
+        .find(|p| p.contains("\nname = \"libcontainer\"\n"))
+        .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
+        .map(|v| v.trim_end_matches('"').to_string())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=CORDON_LIBCONTAINER_VERSION={version}");
 }

@@ -3,10 +3,8 @@
 
 mod cli;
 
-use clap::Parser;
-
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::docs::parse();
     // A command line tool dies quietly when its reader goes away
     // (`cordon state ID | head`). Not the supervisor: a container process
     // that dies mid-handshake must not take it down with SIGPIPE. Nor the

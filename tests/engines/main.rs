@@ -360,22 +360,30 @@ impl Containerd {
     /// cordon-pause, runtime handler `cordon` on cordon's shim passing
     /// `org.cordon.*` pod annotations, no CNI (pods use the host network).
     fn start_with(cri: bool) -> Self {
+        Self::start_config(|d| {
+            if cri {
+                cri_config(d)
+            } else {
+                r#"disabled_plugins = ["io.containerd.grpc.v1.cri"]"#.to_string()
+            }
+        })
+    }
+
+    /// Starts containerd with `plugins(dir)` as the plugins' part of its
+    /// config (the rest points everything into the temp dir).
+    fn start_config(plugins: impl FnOnce(&Path) -> String) -> Self {
         require_containerd();
         let cordon = cordon_abs();
         let dir = TempDir::new("containerd");
         let d = dir.path().to_path_buf();
-        let created_outside: Vec<PathBuf> = ["s", "fifo", "runc", ""]
+        let created_outside: Vec<PathBuf> = ["s", "fifo", "runc/k8s.io", "runc", ""]
             .into_iter()
             .map(|sub| Path::new("/run/containerd").join(sub))
             .chain(ns_cgroup_dirs())
             .filter(|p| !p.exists())
             .collect();
         let (sock, state, log) = (d.join("containerd.sock"), d.join("state"), d.join("containerd.log"));
-        let plugins = if cri {
-            cri_config(&d)
-        } else {
-            r#"disabled_plugins = ["io.containerd.grpc.v1.cri"]"#.to_string()
-        };
+        let plugins = plugins(&d);
         let config = format!(
             r#"version = 2
 root = "{root}"
@@ -404,11 +412,41 @@ state = "{state}"
             d = d.display(),
         );
         fs::write(d.join("config.toml"), config).unwrap();
-        let logf = fs::File::create(&log).unwrap();
+        let mut c = Containerd {
+            runc_root: d.join("runc"),
+            shim_base: d.join("cordon-shim"),
+            fifo_dir: d.join("fifo"),
+            dir: Some(dir),
+            child: None,
+            sock,
+            state,
+            log,
+            cordon,
+            created_outside,
+        };
+        // From here on a panic drops `c`, which stops containerd.
+        c.spawn();
+        c
+    }
+
+    /// The config file containerd reads.
+    fn config_path(&self) -> PathBuf {
+        self.dir.as_ref().expect("running").path().join("config.toml")
+    }
+
+    /// Starts containerd on its config and waits until `ctr version`
+    /// answers.
+    fn spawn(&mut self) {
+        let d = self.dir.as_ref().expect("running").path().to_path_buf();
+        let logf = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
         // containerd finds `containerd-shim-cordon-v2` on its PATH (the
         // shim finds `cordon` beside itself); the shim's state goes to the
         // temp dir.
-        let bin_dir = cordon.parent().expect("cordon has a directory").to_path_buf();
+        let bin_dir = self.cordon.parent().expect("cordon has a directory").to_path_buf();
         let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
         let child = Command::new("containerd")
             .arg("--config")
@@ -420,19 +458,8 @@ state = "{state}"
             .stderr(logf)
             .spawn()
             .expect("spawn containerd");
-        let mut c = Containerd {
-            runc_root: d.join("runc"),
-            shim_base: d.join("cordon-shim"),
-            fifo_dir: d.join("fifo"),
-            dir: Some(dir),
-            child: Some(child),
-            sock,
-            state,
-            log,
-            cordon,
-            created_outside,
-        };
-        // From here on a panic drops `c`, which stops containerd.
+        self.child = Some(child);
+        let c = self;
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Ok(Some(st)) = c.child.as_mut().unwrap().try_wait() {
@@ -449,7 +476,30 @@ state = "{state}"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        c
+    }
+
+    /// Stops containerd (SIGTERM, its shims and containers keep running)
+    /// and starts it again on its config, as `systemctl restart
+    /// containerd` does.
+    fn restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: kill(2) on our own child's pid; it is not reaped yet
+            // (we hold the Child), so the pid cannot be reused.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + STOP_TIMEOUT;
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(
+                !matches!(child.try_wait(), Ok(None)),
+                "containerd did not stop on SIGTERM within {STOP_TIMEOUT:?}\n{}",
+                self.diagnostics()
+            );
+            let _ = child.wait();
+        }
+        self.spawn();
     }
 
     /// `ctr --address SOCK <args>`.
@@ -491,8 +541,19 @@ state = "{state}"
 
     /// The roots cordon containers of this containerd live in: the runc
     /// shim's, and cordon's shim's for the test namespace and CRI's.
-    fn roots(&self) -> [PathBuf; 3] {
-        [self.cordon_root(), self.shim_root(), self.shim_base.join("k8s.io")]
+    fn roots(&self) -> [PathBuf; 4] {
+        [
+            self.cordon_root(),
+            self.shim_root(),
+            self.shim_base.join("k8s.io"),
+            self.runc_shim_root().join("k8s.io"),
+        ]
+    }
+
+    /// `options.Root` of CRI runtimes on the runc shim in this containerd's
+    /// config (see `cri_pods_after_cordon_install`).
+    fn runc_shim_root(&self) -> PathBuf {
+        self.shim_base.with_file_name("cordon-runc-shim")
     }
 
     /// The `ctr run` flags that pick cordon's own shim.

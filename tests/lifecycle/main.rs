@@ -1557,6 +1557,104 @@ fn exec_prints_and_propagates_the_exit_code() {
     assert_eq!(status(&env, &id), "running");
 }
 
+/// runc's exec flags cordon cannot honour are refused in one line naming
+/// the flag, not ignored; `--no-new-privs` (always on under cordon) is
+/// accepted.
+#[test]
+fn exec_refuses_the_flags_it_cannot_honour() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("execflags");
+    start_running(&env, &id);
+    for (flag, value, says) in [
+        ("--apparmor", "unconfined", "AppArmor profiles are not supported"),
+        (
+            "--process-label",
+            "system_u:system_r:container_t:s0",
+            "SELinux labels are not supported",
+        ),
+        ("--cgroup", "sub", "sub-cgroup is not supported"),
+    ] {
+        let out = env.cordon(&["exec", flag, value, &id, "true"]);
+        assert_fails(&out, &[&format!("exec {flag}"), says]);
+    }
+    let out = env.cordon(&["exec", "--ignore-paused", &id, "true"]);
+    assert_fails(&out, &["exec --ignore-paused", "not supported"]);
+    let out = env.cordon(&[
+        "exec",
+        "--no-new-privs",
+        &id,
+        "sh",
+        "-c",
+        "grep NoNewPrivs /proc/self/status",
+    ]);
+    assert_eq!(ok(&out).split_whitespace().collect::<Vec<_>>(), ["NoNewPrivs:", "1"]);
+    assert_eq!(status(&env, &id), "running");
+}
+
+/// A capability the host's bounding set lacks (CAP_SYS_RESOURCE here):
+/// exec fails naming the step, as runc's "unable to apply caps", and the
+/// capability.
+#[test]
+fn exec_with_a_capability_the_host_lacks_names_it() {
+    let bounding = caps_bounding();
+    if bounding & (1 << 24) != 0 {
+        eprintln!("CAP_SYS_RESOURCE is in the bounding set: nothing to check");
+        return;
+    }
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("execcap");
+    start_running(&env, &id);
+    let out = env.cordon(&["exec", "--cap", "CAP_SYS_RESOURCE", &id, "true"]);
+    assert_fails(
+        &out,
+        &[
+            "unable to apply caps",
+            "EPERM",
+            "CAP_SYS_RESOURCE is not in the runtime's bounding set",
+        ],
+    );
+    assert_eq!(status(&env, &id), "running");
+}
+
+/// The same for a container whose config asks for it: run fails naming
+/// the step and the capability, and leaves nothing behind.
+#[test]
+fn run_with_a_capability_the_host_lacks_names_it() {
+    if caps_bounding() & (1 << 24) != 0 {
+        eprintln!("CAP_SYS_RESOURCE is in the bounding set: nothing to check");
+        return;
+    }
+    let mut env = Env::busybox(&["true"]);
+    for set in ["bounding", "effective", "permitted"] {
+        let caps = env.config["process"]["capabilities"][set]
+            .as_array_mut()
+            .expect("capabilities");
+        caps.push("CAP_SYS_RESOURCE".into());
+    }
+    env.write();
+    let id = unique("runcap");
+    assert_fails(
+        &env.run(&id),
+        &[
+            "unable to apply caps",
+            "EPERM",
+            "CAP_SYS_RESOURCE is not in the runtime's bounding set",
+        ],
+    );
+    assert_clean(&env, &id);
+}
+
+/// CapBnd of this process, from /proc/self/status.
+fn caps_bounding() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapBnd:"))
+        .expect("CapBnd in /proc/self/status")
+        .trim();
+    u64::from_str_radix(hex, 16).unwrap()
+}
+
 #[test]
 fn exec_with_env_cwd_and_user() {
     let env = Env::busybox(&["probe", "sleep", "30"]);
@@ -1706,6 +1804,24 @@ fn update_pids_and_memory_flags_change_the_cgroup() {
     );
     // The pids limit is untouched by a memory update.
     assert_eq!(cgroup_read(&id, "pids", "pids.max", "pids.max").as_deref(), Some("42"));
+}
+
+/// Flags cordon cannot honour are refused; the others take effect on their
+/// own (`--cpuset-mems` without another cpu flag).
+#[test]
+fn update_refuses_intel_rdt_and_applies_cpuset_mems_alone() {
+    let env = Env::busybox(&["probe", "sleep", "30"]);
+    let id = unique("updrdt");
+    start_running(&env, &id);
+    let out = env.cordon(&["update", "--l3-cache-schema", "L3:0=f", &id]);
+    assert_fails(&out, &["update --l3-cache-schema", "Intel RDT is not supported"]);
+    let out = env.cordon(&["update", "--mem-bw-schema", "MB:0=50", &id]);
+    assert_fails(&out, &["update --mem-bw-schema", "Intel RDT is not supported"]);
+    // A memory node no machine has: the kernel refuses it, so the flag
+    // reached the cgroup (it was once dropped without another cpu flag).
+    let out = env.cordon(&["update", "--cpuset-mems", "1000", &id]);
+    assert_fails(&out, &["update"]);
+    ok(&env.cordon(&["update", "--cpuset-mems", "0", &id]));
 }
 
 #[test]
@@ -1982,6 +2098,65 @@ fn bad_input_unknown_flag() {
 }
 
 // ---------------------------------------------------------------------------
+// install and uninstall (the merging itself: unit tests in cli/install)
+// ---------------------------------------------------------------------------
+
+/// `cordon ARGS` as the user runs it.
+fn cordon_plain(args: &[&str]) -> Output {
+    Command::new(cordon_bin()).args(args).output().unwrap()
+}
+
+/// On Debian's config.toml: `--dry-run` prints the diff and writes
+/// nothing, `--write` merges and keeps a backup, `uninstall` shows its diff
+/// then gives the file back byte for byte and drops the backup; removing a
+/// runtime that is not cordon's is refused in one line.
+#[test]
+fn install_dry_run_write_and_uninstall_from_the_command_line() {
+    let dir = TempDir::new("install-cli");
+    let config = dir.path().join("config.toml");
+    let debian = fs::read_to_string(repo().join("runtime/tests/fixtures/install/containerd-debian12.toml")).unwrap();
+    fs::write(&config, &debian).unwrap();
+    let cfg = config.to_string_lossy().into_owned();
+    let backup = dir.path().join("config.toml.before-cordon");
+
+    let dry = ok(&cordon_plain(&["install", "containerd", "--config", &cfg, "--dry-run"]));
+    assert!(dry.starts_with(&format!("--- {cfg}\n+++ {cfg}\n@@ ")), "{dry}");
+    assert!(
+        dry.contains("\n+[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.cordon]\n"),
+        "{dry}"
+    );
+    assert_eq!(fs::read_to_string(&config).unwrap(), debian, "--dry-run wrote the file");
+
+    let w = ok(&cordon_plain(&["install", "containerd", "--config", &cfg, "--write"]));
+    assert!(w.contains("runtime \"cordon\" added"), "{w}");
+    assert_eq!(fs::read_to_string(&backup).unwrap(), debian);
+    let after = fs::read_to_string(&config).unwrap();
+    let again = ok(&cordon_plain(&["install", "containerd", "--config", &cfg, "--write"]));
+    assert!(again.contains("already configured"), "{again}");
+    assert_eq!(fs::read_to_string(&config).unwrap(), after);
+
+    let out = cordon_plain(&["uninstall", "containerd", "--config", &cfg, "--runtime", "runc"]);
+    assert_fails(&out, &["runtime \"runc\" is not cordon's", "not removing it"]);
+    let out = cordon_plain(&["install", "containerd", "--config", &cfg, "--write", "--dry-run"]);
+    assert!(!out.status.success(), "--write with --dry-run should be refused");
+
+    let dry = ok(&cordon_plain(&[
+        "uninstall",
+        "containerd",
+        "--config",
+        &cfg,
+        "--dry-run",
+    ]));
+    assert!(dry.contains("\n-BinaryName = "), "{dry}");
+    assert_eq!(fs::read_to_string(&config).unwrap(), after, "--dry-run wrote the file");
+    ok(&cordon_plain(&["uninstall", "containerd", "--config", &cfg, "--write"]));
+    assert_eq!(fs::read_to_string(&config).unwrap(), debian);
+    assert!(!backup.exists(), "the backup should go with the restore");
+    let none = ok(&cordon_plain(&["uninstall", "containerd", "--config", &cfg, "--write"]));
+    assert!(none.contains("nothing to remove"), "{none}");
+}
+
+// ---------------------------------------------------------------------------
 // version and spec
 // ---------------------------------------------------------------------------
 
@@ -1991,6 +2166,65 @@ fn version_flag_prints_a_version() {
     let text = ok(&out);
     let first = text.lines().next().unwrap_or_default();
     assert_eq!(first, format!("cordon version {}", env!("CARGO_PKG_VERSION")));
+    // As runc: the commit, the spec, then the libraries.
+    let keys: Vec<&str> = text.lines().skip(1).filter_map(|l| l.split(": ").next()).collect();
+    assert_eq!(keys, ["commit", "spec", "libcontainer", "libseccomp"], "{text}");
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The commit the binary was built from (or "unknown" without git).
+    let commit = value("commit");
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{text}"
+    );
+    assert!(value("libcontainer").starts_with("0."), "{text}");
+    let seccomp = value("libseccomp");
+    assert!(
+        seccomp.split('.').count() == 3 && seccomp.split('.').all(|p| p.parse::<u32>().is_ok()),
+        "{text}"
+    );
+}
+
+/// `features` lists every annotation cordon reads from a container's
+/// config: each `org.cordon.*` key constant of the runtime's source, with
+/// what it does.
+#[test]
+fn features_lists_every_annotation_cordon_reads() {
+    let out = Command::new(cordon_bin()).arg("features").output().unwrap();
+    let doc: Value = serde_json::from_str(&ok(&out)).expect("features JSON");
+    let listed = doc["annotations"].as_object().expect("annotations");
+    let mut read = Vec::new();
+    let mut dirs = vec![cordon_tests::repo().join("runtime/src")];
+    while let Some(dir) = dirs.pop() {
+        for e in fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                for l in fs::read_to_string(&path).unwrap().lines() {
+                    if let Some(rest) = l.split(": &str = \"org.cordon.").nth(1) {
+                        let key = format!("org.cordon.{}", rest.trim_end_matches("\";"));
+                        // Not the prefix, nor a pattern of keys.
+                        if key != "org.cordon." && !key.contains('*') {
+                            read.push(key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    read.sort();
+    read.dedup();
+    assert!(read.len() >= 3, "annotation constants found: {read:?}");
+    for key in &read {
+        let says = listed.get(key).and_then(Value::as_str).unwrap_or_default();
+        assert!(!says.is_empty(), "features does not list {key}: {listed:?}");
+    }
+    assert_eq!(listed["org.cordon.version"], env!("CARGO_PKG_VERSION"));
 }
 
 #[test]

@@ -1,13 +1,29 @@
-//! `cordon install ENGINE`: the configuration containerd, Docker or podman
-//! needs to run containers with cordon (as gVisor's `runsc install`).
-//! Without `--write` it prints the snippet; with `--write` it merges it into
-//! the engine's config file (or `--config PATH`), keeping everything else.
+//! `cordon install ENGINE` and `cordon uninstall ENGINE`: the configuration
+//! containerd, Docker or podman needs to run containers with cordon (as
+//! gVisor's `runsc install`), and taking it out again.
 //!
-//! TOML files (containerd, podman) get the snippet appended when that keeps
-//! the user's comments and layout and means the same as the merge; otherwise
-//! the merged document is written out whole (comments are then lost, and the
-//! old file is kept beside it as `FILE.before-cordon`). daemon.json is JSON:
-//! always rewritten whole, keeping every other key.
+//! `install` merges into the engine's config file (or `--config PATH`) and
+//! keeps everything there: containerd's default runtime stays runc (its
+//! runc runtime is written out when the file relied on containerd's
+//! built-in one, which a `runtimes` table in the file would otherwise
+//! replace), the config keeps its `version` (a new file is version 2), and
+//! the runtime on the runc shim gets its own `Root` so cordon's state never
+//! lands in runc's. Without `--write` it prints the snippet; `--dry-run`
+//! prints the unified diff `--write` would apply. Installing twice changes
+//! nothing the second time.
+//!
+//! TOML files (containerd, podman) get cordon's tables appended between two
+//! marker comments when that keeps the user's comments and layout and means
+//! the same as the merge; otherwise the merged document is written out whole
+//! (comments are then lost). daemon.json is JSON: always rewritten whole,
+//! keeping every other key. The first write keeps the file as it was beside
+//! it, `FILE.before-cordon`.
+//!
+//! `uninstall` removes exactly what `install` added: the backup comes back
+//! byte for byte when the file is what `install` made of it; else cordon's
+//! marked block is cut out when what is left means the file without the
+//! runtime; else the runtime's entry is removed from the document. It never
+//! removes a runtime that is not cordon's, nor the engine's default runtime.
 
 use std::fs;
 use std::io::Write;
@@ -30,6 +46,16 @@ pub enum Engine {
     Podman,
 }
 
+/// `options.Root` of a runtime on containerd's runc shim: cordon's
+/// containers apart from runc's (`/run/containerd/runc`); the shim passes
+/// `--root <Root>/<namespace>`. cordon's own shim uses it by default.
+pub const RUNC_SHIM_ROOT: &str = "/run/containerd/cordon";
+
+/// What a containerd runtime of cordon's passes through: every annotation
+/// cordon reads (`org.cordon.policy`, `org.cordon.platform`, ...). Also how
+/// `uninstall` tells cordon's runtimes from others.
+const POD_ANNOTATIONS: &str = "org.cordon.*";
+
 impl Engine {
     /// The engine's system-wide config file.
     fn default_config(self) -> &'static str {
@@ -40,18 +66,30 @@ impl Engine {
         }
     }
 
-    /// What to do after writing the file.
-    fn next_step(self, name: &str) -> String {
+    /// The engine's name on the command line.
+    fn arg(self) -> &'static str {
         match self {
-            Engine::Containerd => format!(
+            Engine::Containerd => "containerd",
+            Engine::Docker => "docker",
+            Engine::Podman => "podman",
+        }
+    }
+
+    /// What to do after writing the file.
+    fn next_step(self, name: &str, installed: bool) -> String {
+        match (self, installed) {
+            (Engine::Containerd, true) => format!(
                 "restart containerd to apply it; Kubernetes pods then select it with a RuntimeClass \
                  whose handler is {name:?}"
             ),
-            Engine::Docker => format!(
+            (Engine::Containerd, false) => "restart containerd to apply it".into(),
+            (Engine::Docker, true) => format!(
                 "reload dockerd to apply it (systemctl reload docker, or SIGHUP); then \
                  `docker run --runtime {name} ...`"
             ),
-            Engine::Podman => format!("`podman --runtime {name} run ...` uses it"),
+            (Engine::Docker, false) => "reload dockerd to apply it (systemctl reload docker, or SIGHUP)".into(),
+            (Engine::Podman, true) => format!("`podman --runtime {name} run ...` uses it"),
+            (Engine::Podman, false) => "podman reads it at its next command".into(),
         }
     }
 }
@@ -66,6 +104,9 @@ pub struct InstallArgs {
     /// printing it
     #[arg(long)]
     pub write: bool,
+    /// Print the unified diff --write would apply, and change nothing
+    #[arg(long, conflicts_with = "write")]
+    pub dry_run: bool,
     /// Config file to read and write (default: /etc/containerd/config.toml,
     /// /etc/docker/daemon.json or /etc/containers/containers.conf)
     #[arg(long)]
@@ -73,34 +114,114 @@ pub struct InstallArgs {
     /// Name the engine knows the runtime by
     #[arg(long, default_value = "cordon")]
     pub runtime: String,
-    /// containerd: use cordon's own shim (runtime_type
+    /// Absolute path of the cordon binary the engine runs (default: this
+    /// binary), e.g. its path on the host when installing from a container
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// For containerd's runc shim: options.Root, the directory under which
+    /// cordon keeps the containers (per namespace), apart from runc's
+    #[arg(long, default_value = RUNC_SHIM_ROOT)]
+    pub state_root: PathBuf,
+    /// For containerd: use cordon's own shim (runtime_type
     /// io.containerd.cordon.v2; containerd-shim-cordon-v2 must be on
     /// containerd's PATH) instead of the runc shim with BinaryName
     #[arg(long)]
     pub shim: bool,
 }
 
+/// `uninstall` arguments.
+#[derive(Args, Debug)]
+pub struct UninstallArgs {
+    /// Engine whose configuration to take cordon out of
+    #[arg(value_enum)]
+    pub engine: Engine,
+    /// Change the engine's config file (without it, print the diff and
+    /// change nothing)
+    #[arg(long)]
+    pub write: bool,
+    /// Print the unified diff --write would apply, and change nothing (the
+    /// default)
+    #[arg(long, conflicts_with = "write")]
+    pub dry_run: bool,
+    /// Config file (default: the engine's, as for install)
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Name of the runtime to remove
+    #[arg(long, default_value = "cordon")]
+    pub runtime: String,
+}
+
+/// The runtime `install` configures.
+#[derive(Clone, Copy, Debug)]
+struct Target<'a> {
+    engine: Engine,
+    name: &'a str,
+    binary: &'a str,
+    /// containerd: cordon's own shim instead of the runc shim.
+    shim: bool,
+    /// containerd, runc shim: `options.Root`.
+    state_root: &'a str,
+}
+
 /// Runs `cordon install`.
 pub fn install(a: InstallArgs) -> anyhow::Result<i32> {
     check_name(&a.runtime)?;
-    let exe = std::env::current_exe().context("find this cordon binary")?;
-    let binary = fs::canonicalize(&exe).with_context(|| format!("find this cordon binary ({})", exe.display()))?;
+    if a.shim && a.engine != Engine::Containerd {
+        bail!("--shim: only containerd has shims (got {})", a.engine.arg());
+    }
+    let binary = match a.binary {
+        Some(b) if b.is_absolute() => b,
+        Some(b) => bail!(
+            "--binary {}: must be an absolute path (the engine runs it)",
+            b.display()
+        ),
+        None => {
+            let exe = std::env::current_exe().context("find this cordon binary")?;
+            fs::canonicalize(&exe).with_context(|| format!("find this cordon binary ({})", exe.display()))?
+        }
+    };
     let binary = binary
         .to_str()
-        .with_context(|| format!("this cordon binary's path is not UTF-8: {}", binary.display()))?;
+        .with_context(|| format!("--binary {}: not UTF-8", binary.display()))?;
+    let state_root = a
+        .state_root
+        .to_str()
+        .filter(|_| a.state_root.is_absolute())
+        .with_context(|| {
+            format!(
+                "--state-root {}: must be an absolute UTF-8 path",
+                a.state_root.display()
+            )
+        })?;
     let path = a.config.unwrap_or_else(|| PathBuf::from(a.engine.default_config()));
-    let old = match fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
+    let old = read_if_exists(&path)?;
+    let target = Target {
+        engine: a.engine,
+        name: &a.runtime,
+        binary,
+        shim: a.shim,
+        state_root,
     };
-    if a.shim && a.engine != Engine::Containerd {
-        bail!("--shim: only containerd has shims (got {:?})", a.engine);
+    let plan = plan(&target, old.as_deref().unwrap_or("")).with_context(|| format!("{}", path.display()))?;
+    for w in &plan.warnings {
+        eprintln!("cordon: warning: {}: {w}", path.display());
     }
-    let plan = plan_with(a.engine, old.as_deref().unwrap_or(""), &a.runtime, binary, a.shim)
-        .with_context(|| format!("{}", path.display()))?;
+    if a.dry_run {
+        match &plan.text {
+            Some(text) => print!("{}", diff(&path, old.as_deref(), Some(text))),
+            None => println!(
+                "{}: runtime {:?} is already configured: nothing to change",
+                path.display(),
+                a.runtime
+            ),
+        }
+        return Ok(0);
+    }
     if !a.write {
-        eprintln!("# for {} (or run with --write to merge it there)", path.display());
+        eprintln!(
+            "# for {} (--write merges it there, --dry-run shows the diff)",
+            path.display()
+        );
         print!("{}", plan.snippet);
         return Ok(0);
     }
@@ -113,22 +234,69 @@ pub fn install(a: InstallArgs) -> anyhow::Result<i32> {
         return Ok(0);
     };
     let backup = match &old {
-        Some(old) if !plan.appended && !old.trim().is_empty() => Some(old.as_str()),
+        Some(old) if keep_as_backup(a.engine, &path, old)? => Some(old.as_str()),
         _ => None,
     };
     let written = write_file(&path, &text, backup)?;
+    let via = if a.shim {
+        "cordon's shim".to_string()
+    } else {
+        binary.to_string()
+    };
     println!(
-        "{}: runtime {:?} set to {binary}{}",
+        "{}: runtime {:?} added ({via}){}{}",
         written.display(),
         a.runtime,
+        if plan.appended || old.is_none() {
+            ""
+        } else {
+            "; the file was rewritten whole (its comments are not kept)"
+        },
         if backup.is_some() {
-            format!(" (the previous file is {})", backup_path(&written).display())
+            format!("; the previous file is {}", backup_path(&written).display())
         } else {
             String::new()
         }
     );
-    println!("{}", a.engine.next_step(&a.runtime));
+    println!("{}", a.engine.next_step(&a.runtime, true));
     Ok(0)
+}
+
+/// The file's text, or `None` when it does not exist.
+fn read_if_exists(path: &Path) -> anyhow::Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("read {}", path.display())),
+    }
+}
+
+/// Whether `install` should keep `old` (the file's text before this write)
+/// as the backup: yes unless a backup of an earlier install is there and
+/// the file still holds a cordon runtime (installs of several runtimes keep
+/// the file as it was before the first).
+fn keep_as_backup(engine: Engine, path: &Path, old: &str) -> anyhow::Result<bool> {
+    let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if !backup_path(&real).exists() {
+        return Ok(true);
+    }
+    let doc = Doc::parse(engine, old)?;
+    Ok(undo::cordon_runtimes(engine, &doc)?.is_empty())
+}
+
+/// A unified diff of the file's text before (`None`: it does not exist) and
+/// after (`None`: removed).
+fn diff(path: &Path, old: Option<&str>, new: Option<&str>) -> String {
+    let name = path.display().to_string();
+    let (a, b) = (
+        if old.is_some() { name.as_str() } else { "/dev/null" },
+        if new.is_some() { name.as_str() } else { "/dev/null" },
+    );
+    similar::TextDiff::from_lines(old.unwrap_or(""), new.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(a, b)
+        .to_string()
 }
 
 /// A runtime name every engine takes as a key.
@@ -143,6 +311,43 @@ fn check_name(name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An engine's config document.
+#[derive(Clone, Debug, PartialEq)]
+enum Doc {
+    /// containerd's config.toml, podman's containers.conf.
+    Toml(Table),
+    /// Docker's daemon.json (an object).
+    Json(Json),
+}
+
+impl Doc {
+    /// Parses `engine`'s config text (empty: an empty document).
+    fn parse(engine: Engine, text: &str) -> anyhow::Result<Doc> {
+        match engine {
+            Engine::Docker => {
+                let doc: Json = if text.trim().is_empty() {
+                    Json::Object(Default::default())
+                } else {
+                    serde_json::from_str(text).context("not valid JSON")?
+                };
+                if !doc.is_object() {
+                    bail!("expected a JSON object, found {}", json_type(&doc));
+                }
+                Ok(Doc::Json(doc))
+            }
+            Engine::Containerd | Engine::Podman => Ok(Doc::Toml(parse_toml(text)?)),
+        }
+    }
+
+    /// The document as a file's text.
+    fn render(&self) -> anyhow::Result<String> {
+        match self {
+            Doc::Toml(t) => toml::to_string(t).context("render the TOML"),
+            Doc::Json(j) => Ok(format!("{}\n", serde_json::to_string_pretty(j)?)),
+        }
+    }
+}
+
 /// What `install` would do to one config file.
 #[derive(Debug)]
 struct Plan {
@@ -150,26 +355,33 @@ struct Plan {
     snippet: String,
     /// The file's new text; `None` when it already says all of it.
     text: Option<String>,
-    /// Whether `text` is the old text with the snippet appended.
+    /// Whether `text` is the old text with cordon's block appended.
     appended: bool,
+    /// What the user should know (the CRI plugin disabled, ...).
+    warnings: Vec<String>,
 }
 
-/// Plans adding runtime `name` running `binary` to `engine`'s config file
-/// whose current text is `old` (empty when it does not exist).
-#[cfg(test)]
-fn plan(engine: Engine, old: &str, name: &str, binary: &str) -> anyhow::Result<Plan> {
-    plan_with(engine, old, name, binary, false)
-}
-
-/// [`plan`], with `shim`: containerd gets cordon's own shim.
-fn plan_with(engine: Engine, old: &str, name: &str, binary: &str, shim: bool) -> anyhow::Result<Plan> {
-    match engine {
-        Engine::Docker => merge_json(old, &docker_edits(name, binary)),
+/// Plans adding `t` to its engine's config file whose current text is `old`
+/// (empty when it does not exist).
+fn plan(t: &Target, old: &str) -> anyhow::Result<Plan> {
+    match t.engine {
+        Engine::Docker => merge_json(old, &docker_edits(t.name, t.binary)),
         Engine::Containerd => {
             let doc = parse_toml(old)?;
-            merge_toml(old, &containerd_edits(&doc, name, binary, shim)?)
+            let layout = ContainerdLayout::of(&doc)?;
+            let edits = containerd_edits(&doc, &layout, t)?;
+            let mut printed = edits.clone();
+            if let Some(v) = layout.version {
+                printed.insert("version".into(), Toml::Integer(v));
+            }
+            let mut plan = merge_toml(old, &edits, &printed, t.name)?;
+            plan.warnings = layout.warnings(&doc);
+            Ok(plan)
         }
-        Engine::Podman => merge_toml(old, &podman_edits(name, binary)),
+        Engine::Podman => {
+            let edits = podman_edits(t.name, t.binary);
+            merge_toml(old, &edits, &edits, t.name)
+        }
     }
 }
 
@@ -178,43 +390,125 @@ fn docker_edits(name: &str, binary: &str) -> Json {
     serde_json::json!({"runtimes": {name: {"path": binary}}})
 }
 
+/// Where the CRI plugin's settings are in one containerd config.
+#[derive(Debug)]
+struct ContainerdLayout {
+    /// The CRI plugin's name: 1 `cri`, 2 `io.containerd.grpc.v1.cri`,
+    /// 3 `io.containerd.cri.v1.runtime`.
+    plugin: &'static str,
+    /// The config's version, explicit or to be written (`None`: a version 1
+    /// file, which has no `version` key).
+    version: Option<i64>,
+    /// Whether `install` writes `version` (an empty or new file).
+    set_version: bool,
+}
+
+impl ContainerdLayout {
+    /// The layout of `doc`: a config without `version` is version 1 to
+    /// containerd, unless it is empty (then it becomes version 2).
+    fn of(doc: &Table) -> anyhow::Result<Self> {
+        let version = match doc.get("version") {
+            None => None,
+            Some(Toml::Integer(v)) => Some(*v),
+            Some(other) => bail!("version: expected an integer, found {}", other.type_str()),
+        };
+        let (plugin, version, set_version) = match version {
+            None if doc.is_empty() => ("io.containerd.grpc.v1.cri", Some(2), true),
+            None | Some(1) => ("cri", version, false),
+            Some(2) => ("io.containerd.grpc.v1.cri", version, false),
+            Some(3) => ("io.containerd.cri.v1.runtime", version, false),
+            Some(v) => bail!("version = {v}: not a containerd config version cordon knows (1, 2 or 3)"),
+        };
+        Ok(ContainerdLayout {
+            plugin,
+            version,
+            set_version,
+        })
+    }
+
+    /// The path of the CRI plugin's runtimes table.
+    fn runtimes(&self) -> [&'static str; 4] {
+        ["plugins", self.plugin, "containerd", "runtimes"]
+    }
+
+    /// Warnings about `doc` for a user who wants Kubernetes to use cordon.
+    fn warnings(&self, doc: &Table) -> Vec<String> {
+        let disabled = doc
+            .get("disabled_plugins")
+            .and_then(Toml::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Toml::as_str)
+            .any(|p| p == self.plugin || p == "cri" || p == "io.containerd.grpc.v1.cri");
+        if disabled {
+            vec![
+                "disabled_plugins turns containerd's CRI plugin off: Kubernetes cannot use any runtime on this \
+                  node until it is taken out of that list"
+                    .to_string(),
+            ]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
 /// containerd: runtime NAME of the CRI plugin on the runc shim, with cordon
-/// as its runc binary (or with `shim`, on cordon's own shim
-/// `io.containerd.cordon.v2`); either way pod annotations `org.cordon.*`
-/// pass through to the containers, so a pod can pick its policy. The
-/// plugin's name depends on the config's version (1: `cri`, 2:
-/// `io.containerd.grpc.v1.cri`, 3: `io.containerd.cri.v1.runtime`); an
-/// empty file becomes a version 2 config.
-fn containerd_edits(doc: &Table, name: &str, binary: &str, shim: bool) -> anyhow::Result<Table> {
-    let version = match doc.get("version") {
+/// as its runc binary and its own `Root` (or with `shim`, on cordon's own
+/// shim `io.containerd.cordon.v2`); either way pod annotations
+/// `org.cordon.*` pass through to the containers, so a pod can pick its
+/// policy, and `SystemdCgroup = true` is copied from the runc runtime (the
+/// kubelet's cgroup driver). When the file defines no runtimes, runc is
+/// written out as containerd's defaults have it: a `runtimes` table in the
+/// file replaces the built-in one, and runc (the default runtime) would be
+/// gone.
+fn containerd_edits(doc: &Table, layout: &ContainerdLayout, t: &Target) -> anyhow::Result<Table> {
+    let existing = match get(doc, &layout.runtimes()) {
         None => None,
-        Some(Toml::Integer(v)) => Some(*v),
-        Some(other) => bail!("version: expected an integer, found {}", other.type_str()),
+        Some(Toml::Table(rts)) => Some(rts),
+        Some(other) => bail!(
+            "{}: expected a table, found {}",
+            dotted(&layout.runtimes()),
+            other.type_str()
+        ),
     };
-    let (plugin, set_version) = match version {
-        // A config without `version` is version 1 to containerd.
-        None if doc.is_empty() => ("io.containerd.grpc.v1.cri", true),
-        None | Some(1) => ("cri", false),
-        Some(2) => ("io.containerd.grpc.v1.cri", false),
-        Some(3) => ("io.containerd.cri.v1.runtime", false),
-        Some(v) => bail!("version = {v}: not a containerd config version cordon knows (1, 2 or 3)"),
-    };
+    let mut runtimes = Table::new();
+    if existing.is_none_or(Table::is_empty) {
+        runtimes.insert("runc".into(), Toml::Table(runc_runtime()));
+    }
+    let systemd = existing
+        .and_then(|rts| get(rts, &["runc", "options", "SystemdCgroup"]))
+        .and_then(Toml::as_bool)
+        == Some(true);
     let mut runtime = Table::new();
-    if shim {
+    let mut options = Table::new();
+    if t.shim {
         runtime.insert("runtime_type".into(), "io.containerd.cordon.v2".into());
     } else {
-        let mut options = Table::new();
-        options.insert("BinaryName".into(), binary.into());
         runtime.insert("runtime_type".into(), "io.containerd.runc.v2".into());
+        options.insert("BinaryName".into(), t.binary.into());
+        options.insert("Root".into(), t.state_root.into());
+    }
+    if systemd {
+        options.insert("SystemdCgroup".into(), Toml::Boolean(true));
+    }
+    runtime.insert("pod_annotations".into(), Toml::Array(vec![POD_ANNOTATIONS.into()]));
+    if !options.is_empty() {
         runtime.insert("options".into(), Toml::Table(options));
     }
-    // cordon's annotations (org.cordon.policy, org.cordon.platform).
-    runtime.insert("pod_annotations".into(), Toml::Array(vec!["org.cordon.*".into()]));
-    let mut edits = nest(&["plugins", plugin, "containerd", "runtimes", name], runtime);
-    if set_version {
+    runtimes.insert(t.name.into(), Toml::Table(runtime));
+    let mut edits = nest(&layout.runtimes(), runtimes);
+    if layout.set_version {
         edits.insert("version".into(), Toml::Integer(2));
     }
     Ok(edits)
+}
+
+/// containerd's built-in runc runtime, as `containerd config default`
+/// writes it (without the options that are all defaults).
+fn runc_runtime() -> Table {
+    let mut runc = Table::new();
+    runc.insert("runtime_type".into(), "io.containerd.runc.v2".into());
+    runc
 }
 
 /// containers.conf: `[engine.runtimes] NAME = [BINARY]`.
@@ -233,39 +527,106 @@ fn nest(keys: &[&str], leaf: Table) -> Table {
     })
 }
 
-fn parse_toml(text: &str) -> anyhow::Result<Table> {
-    text.parse::<Table>().context("not valid TOML")
+/// The value at `keys` under `t`.
+fn get<'a>(t: &'a Table, keys: &[&str]) -> Option<&'a Toml> {
+    let (last, parents) = keys.split_last()?;
+    let mut cur = t;
+    for k in parents {
+        cur = cur.get(*k)?.as_table()?;
+    }
+    cur.get(*last)
 }
 
-/// Merges `edits` into the TOML document `old`.
-fn merge_toml(old: &str, edits: &Table) -> anyhow::Result<Plan> {
+/// `keys` as a TOML dotted key (quoted where needed).
+fn dotted(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| {
+            if k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                k.to_string()
+            } else {
+                format!("{k:?}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Parses a TOML config; the error is one line with the position, and
+/// never quotes the file.
+fn parse_toml(text: &str) -> anyhow::Result<Table> {
+    toml::from_str::<Table>(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(" at line {line}, column {column}")
+            })
+            .unwrap_or_default();
+        let what = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(", ");
+        anyhow::anyhow!("not valid TOML{at}: {what}")
+    })
+}
+
+/// The comment lines around the tables `install` appends for runtime
+/// `name`; `uninstall` cuts out what is between them.
+fn markers(name: &str) -> (String, String) {
+    (
+        format!("# cordon install --runtime {name}: added by cordon, `cordon uninstall` removes it"),
+        format!("# end of cordon install --runtime {name}"),
+    )
+}
+
+/// Merges `edits` into the TOML document `old`; `printed` is the snippet
+/// shown without `--write`, `name` the runtime (for the markers).
+fn merge_toml(old: &str, edits: &Table, printed: &Table, name: &str) -> anyhow::Result<Plan> {
     let before = parse_toml(old)?;
     let mut doc = before.clone();
     merge_toml_table(&mut doc, edits, "")?;
-    let snippet = toml::to_string(edits).context("render the TOML snippet")?;
+    let snippet = toml::to_string(printed).context("render the TOML snippet")?;
     if doc == before {
         return Ok(Plan {
             snippet,
             text: None,
             appended: false,
+            warnings: Vec::new(),
         });
     }
     // Appending keeps the user's comments and layout; it is only right when
     // the result means the same as the merge (not when it repeats a table
     // header, or lands inside an inline table, ...).
-    let sep = if old.is_empty() || old.ends_with("\n\n") {
+    let sep = if old.is_empty() {
         ""
     } else if old.ends_with('\n') {
         "\n"
     } else {
         "\n\n"
     };
-    let appended = format!("{old}{sep}{snippet}");
+    let (begin, end) = markers(name);
+    let fragment = toml::to_string(edits).context("render the TOML snippet")?;
+    let appended = format!("{old}{sep}{begin}\n{fragment}{end}\n");
     if appended.parse::<Table>().is_ok_and(|t| t == doc) {
         return Ok(Plan {
             snippet,
             text: Some(appended),
             appended: true,
+            warnings: Vec::new(),
+        });
+    }
+    // Else the tables go where they belong, in place.
+    if let Some(text) = merge_in_place(old, edits).filter(|t| t.parse::<Table>().is_ok_and(|t| t == doc)) {
+        return Ok(Plan {
+            snippet,
+            text: Some(text),
+            appended: false,
+            warnings: Vec::new(),
         });
     }
     let text = toml::to_string(&doc).context("render the merged TOML")?;
@@ -273,7 +634,39 @@ fn merge_toml(old: &str, edits: &Table) -> anyhow::Result<Plan> {
         snippet,
         text: Some(text),
         appended: false,
+        warnings: Vec::new(),
     })
+}
+
+/// `old` with `edits` merged in place, comments and layout kept (`None`
+/// when `old` does not parse or has a value where `edits` has a table).
+fn merge_in_place(old: &str, edits: &Table) -> Option<String> {
+    let mut doc = old.parse::<toml_edit::DocumentMut>().ok()?;
+    merge_edit(doc.as_table_mut(), edits, false)?;
+    Some(doc.to_string())
+}
+
+/// Sets every value of `edits` in `t` (`inline`: an inline table).
+fn merge_edit(t: &mut dyn toml_edit::TableLike, edits: &Table, inline: bool) -> Option<()> {
+    for (key, value) in edits {
+        match (t.get_mut(key), value) {
+            (Some(item), Toml::Table(e)) => {
+                let inline = item.is_inline_table();
+                merge_edit(item.as_table_like_mut()?, e, inline)?
+            }
+            (None, Toml::Table(e)) if !inline => {
+                // A new [header] table (implicit while it only holds tables).
+                let mut new = toml_edit::Table::new();
+                new.set_implicit(true);
+                merge_edit(&mut new, e, false)?;
+                t.insert(key, toml_edit::Item::Table(new));
+            }
+            (_, v) => {
+                t.insert(key, toml_edit::value(v.to_string().parse::<toml_edit::Value>().ok()?));
+            }
+        }
+    }
+    Some(())
 }
 
 /// Sets every value of `edits` in `doc`, descending into tables.
@@ -299,14 +692,9 @@ fn merge_toml_table(doc: &mut Table, edits: &Table, at: &str) -> anyhow::Result<
 
 /// Merges `edits` into the JSON document `old` (daemon.json).
 fn merge_json(old: &str, edits: &Json) -> anyhow::Result<Plan> {
-    let before: Json = if old.trim().is_empty() {
-        Json::Object(Default::default())
-    } else {
-        serde_json::from_str(old).context("not valid JSON")?
+    let Doc::Json(before) = Doc::parse(Engine::Docker, old)? else {
+        unreachable!("daemon.json parses to JSON")
     };
-    if !before.is_object() {
-        bail!("expected a JSON object, found {}", json_type(&before));
-    }
     let mut doc = before.clone();
     merge_json_value(&mut doc, edits, "")?;
     let snippet = format!("{}\n", serde_json::to_string_pretty(edits)?);
@@ -315,6 +703,7 @@ fn merge_json(old: &str, edits: &Json) -> anyhow::Result<Plan> {
         snippet,
         text,
         appended: false,
+        warnings: Vec::new(),
     })
 }
 
@@ -398,346 +787,10 @@ fn write_file(path: &Path, text: &str, backup: Option<&str>) -> anyhow::Result<P
     Ok(path)
 }
 
+mod undo;
+pub use undo::uninstall;
 #[cfg(test)]
-mod tests {
-    use super::*;
+use undo::*;
 
-    const BIN: &str = "/usr/local/bin/cordon";
-
-    fn get<'a>(t: &'a Table, keys: &[&str]) -> Option<&'a Toml> {
-        let (last, parents) = keys.split_last()?;
-        let mut cur = t;
-        for k in parents {
-            cur = cur.get(*k)?.as_table()?;
-        }
-        cur.get(*last)
-    }
-
-    fn cri_runtime<'a>(t: &'a Table, plugin: &str, name: &str) -> &'a Table {
-        get(t, &["plugins", plugin, "containerd", "runtimes", name])
-            .and_then(Toml::as_table)
-            .unwrap_or_else(|| panic!("no runtime {name} in plugin {plugin}: {t:#?}"))
-    }
-
-    fn assert_cordon_runtime(runtime: &Table, binary: &str) {
-        assert_eq!(runtime["runtime_type"].as_str(), Some("io.containerd.runc.v2"));
-        assert_eq!(
-            get(runtime, &["options", "BinaryName"]).and_then(Toml::as_str),
-            Some(binary)
-        );
-    }
-
-    fn written(p: &Plan) -> &str {
-        p.text.as_deref().expect("the file should change")
-    }
-
-    // ----- docker -----
-
-    #[test]
-    fn docker_into_a_new_file() {
-        let p = plan(Engine::Docker, "", "cordon", BIN).unwrap();
-        let doc: Json = serde_json::from_str(written(&p)).unwrap();
-        assert_eq!(doc, serde_json::json!({"runtimes": {"cordon": {"path": BIN}}}));
-        let snippet: Json = serde_json::from_str(&p.snippet).unwrap();
-        assert_eq!(snippet, doc);
-    }
-
-    #[test]
-    fn docker_keeps_other_keys_and_runtimes() {
-        let old = r#"{
-            "log-level": "warn",
-            "default-runtime": "runc",
-            "runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=kvm"]}},
-            "storage-opts": ["a", "b"]
-        }"#;
-        let p = plan(Engine::Docker, old, "cordon", BIN).unwrap();
-        let doc: Json = serde_json::from_str(written(&p)).unwrap();
-        assert_eq!(doc["log-level"], "warn");
-        assert_eq!(doc["default-runtime"], "runc");
-        assert_eq!(doc["storage-opts"], serde_json::json!(["a", "b"]));
-        assert_eq!(
-            doc["runtimes"]["runsc"]["runtimeArgs"],
-            serde_json::json!(["--platform=kvm"])
-        );
-        assert_eq!(doc["runtimes"]["cordon"]["path"], BIN);
-    }
-
-    #[test]
-    fn docker_updates_the_path_keeping_runtime_args() {
-        let old = r#"{"runtimes": {"cordon": {"path": "/old/cordon", "runtimeArgs": ["--debug"]}}}"#;
-        let p = plan(Engine::Docker, old, "cordon", BIN).unwrap();
-        let doc: Json = serde_json::from_str(written(&p)).unwrap();
-        assert_eq!(
-            doc,
-            serde_json::json!({"runtimes": {"cordon": {"path": BIN, "runtimeArgs": ["--debug"]}}})
-        );
-    }
-
-    #[test]
-    fn docker_already_configured_is_left_alone() {
-        let old = format!(r#"{{"runtimes": {{"cordon": {{"path": "{BIN}"}}}}, "debug": true}}"#);
-        let p = plan(Engine::Docker, &old, "cordon", BIN).unwrap();
-        assert!(p.text.is_none(), "{p:?}");
-    }
-
-    #[test]
-    fn docker_bad_files_are_refused_with_the_key() {
-        let e = plan(Engine::Docker, "{", "cordon", BIN).unwrap_err();
-        assert!(format!("{e:#}").contains("not valid JSON"), "{e:#}");
-        let e = plan(Engine::Docker, "[1]", "cordon", BIN).unwrap_err();
-        assert!(
-            format!("{e:#}").contains("expected a JSON object, found an array"),
-            "{e:#}"
-        );
-        let e = plan(Engine::Docker, r#"{"runtimes": "runc"}"#, "cordon", BIN).unwrap_err();
-        assert!(
-            format!("{e:#}").contains("runtimes: expected an object, found a string"),
-            "{e:#}"
-        );
-        let e = plan(Engine::Docker, r#"{"runtimes": {"cordon": "/x"}}"#, "cordon", BIN).unwrap_err();
-        assert!(
-            format!("{e:#}").contains("runtimes.cordon: expected an object"),
-            "{e:#}"
-        );
-    }
-
-    // ----- containerd -----
-
-    #[test]
-    fn containerd_with_the_own_shim() {
-        let p = plan_with(Engine::Containerd, "", "cordon", BIN, true).unwrap();
-        let doc = parse_toml(written(&p)).unwrap();
-        let rt = cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon");
-        assert_eq!(rt["runtime_type"].as_str(), Some("io.containerd.cordon.v2"));
-        assert!(rt.get("options").is_none(), "no BinaryName with the own shim: {rt:?}");
-        assert_eq!(rt["pod_annotations"].as_array().map(Vec::len), Some(1));
-        assert_eq!(rt["pod_annotations"][0].as_str(), Some("org.cordon.*"));
-    }
-
-    #[test]
-    fn containerd_into_a_new_file_is_a_version_2_config() {
-        let p = plan(Engine::Containerd, "", "cordon", BIN).unwrap();
-        let doc = parse_toml(written(&p)).unwrap();
-        assert_eq!(doc["version"].as_integer(), Some(2));
-        assert_cordon_runtime(cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon"), BIN);
-        assert!(
-            p.snippet
-                .contains(r#"[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.cordon]"#),
-            "{}",
-            p.snippet
-        );
-        assert!(p.snippet.contains(&format!(r#"BinaryName = "{BIN}""#)), "{}", p.snippet);
-    }
-
-    const CONTAINERD_V2: &str = r#"# containerd config, by hand
-version = 2
-root = "/var/lib/containerd"
-
-[plugins]
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "registry.k8s.io/pause:3.9"
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-          runtime_type = "io.containerd.runc.v2"
-          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-            SystemdCgroup = true # keep me
-"#;
-
-    #[test]
-    fn containerd_appends_keeping_comments_and_other_runtimes() {
-        let p = plan(Engine::Containerd, CONTAINERD_V2, "cordon", BIN).unwrap();
-        assert!(p.appended, "{p:?}");
-        let text = written(&p);
-        assert!(text.starts_with(CONTAINERD_V2), "{text}");
-        assert!(text.contains("# keep me"));
-        let doc = parse_toml(text).unwrap();
-        assert_eq!(doc["version"].as_integer(), Some(2));
-        assert_eq!(doc["root"].as_str(), Some("/var/lib/containerd"));
-        let runc = cri_runtime(&doc, "io.containerd.grpc.v1.cri", "runc");
-        assert_eq!(
-            get(runc, &["options", "SystemdCgroup"]).and_then(Toml::as_bool),
-            Some(true)
-        );
-        assert_cordon_runtime(cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon"), BIN);
-        assert_eq!(
-            get(&doc, &["plugins", "io.containerd.grpc.v1.cri", "sandbox_image"]).and_then(Toml::as_str),
-            Some("registry.k8s.io/pause:3.9")
-        );
-    }
-
-    #[test]
-    fn containerd_updates_an_old_binary_keeping_its_other_options() {
-        let old = format!(
-            "{CONTAINERD_V2}\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.cordon]\n  \
-             runtime_type = \"io.containerd.runc.v2\"\n  \
-             [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.cordon.options]\n    \
-             BinaryName = \"/old/cordon\"\n    SystemdCgroup = true\n"
-        );
-        let p = plan(Engine::Containerd, &old, "cordon", BIN).unwrap();
-        assert!(!p.appended, "a second [..cordon] header would be invalid: {p:?}");
-        let doc = parse_toml(written(&p)).unwrap();
-        let cordon = cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon");
-        assert_cordon_runtime(cordon, BIN);
-        assert_eq!(
-            get(cordon, &["options", "SystemdCgroup"]).and_then(Toml::as_bool),
-            Some(true)
-        );
-        assert!(cri_runtime(&doc, "io.containerd.grpc.v1.cri", "runc").contains_key("options"));
-        assert_eq!(doc["version"].as_integer(), Some(2));
-    }
-
-    #[test]
-    fn containerd_already_configured_is_left_alone() {
-        let once = written(&plan(Engine::Containerd, CONTAINERD_V2, "cordon", BIN).unwrap()).to_string();
-        let p = plan(Engine::Containerd, &once, "cordon", BIN).unwrap();
-        assert!(p.text.is_none(), "{p:?}");
-        // Another binary, or another name, is a change.
-        assert!(plan(Engine::Containerd, &once, "cordon", "/opt/cordon")
-            .unwrap()
-            .text
-            .is_some());
-        let p = plan(Engine::Containerd, &once, "cordon-audit", BIN).unwrap();
-        let doc = parse_toml(written(&p)).unwrap();
-        assert_cordon_runtime(cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon"), BIN);
-        assert_cordon_runtime(cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon-audit"), BIN);
-    }
-
-    #[test]
-    fn containerd_plugin_name_follows_the_config_version() {
-        let v3 = "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd]\n  default_runtime_name = 'runc'\n";
-        let doc = parse_toml(written(&plan(Engine::Containerd, v3, "cordon", BIN).unwrap())).unwrap();
-        assert_cordon_runtime(cri_runtime(&doc, "io.containerd.cri.v1.runtime", "cordon"), BIN);
-        assert!(get(&doc, &["plugins", "io.containerd.grpc.v1.cri"]).is_none());
-
-        // No `version` in a non-empty file: version 1, plugin "cri".
-        let v1 = "root = \"/var/lib/containerd\"\n";
-        let doc = parse_toml(written(&plan(Engine::Containerd, v1, "cordon", BIN).unwrap())).unwrap();
-        assert_cordon_runtime(cri_runtime(&doc, "cri", "cordon"), BIN);
-        assert!(doc.get("version").is_none());
-
-        // Only comments: as good as empty.
-        let p = plan(Engine::Containerd, "# nothing yet\n", "cordon", BIN).unwrap();
-        assert!(p.appended);
-        let doc = parse_toml(written(&p)).unwrap();
-        assert_eq!(doc["version"].as_integer(), Some(2));
-
-        let e = plan(Engine::Containerd, "version = 9\n", "cordon", BIN).unwrap_err();
-        assert!(format!("{e:#}").contains("version = 9"), "{e:#}");
-        let e = plan(Engine::Containerd, "version = \"2\"\n", "cordon", BIN).unwrap_err();
-        assert!(format!("{e:#}").contains("expected an integer"), "{e:#}");
-    }
-
-    #[test]
-    fn containerd_inline_tables_are_merged_not_appended_to() {
-        let old = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n\
-                   runtimes = { runc = { runtime_type = \"io.containerd.runc.v2\" } }\n";
-        let p = plan(Engine::Containerd, old, "cordon", BIN).unwrap();
-        assert!(!p.appended);
-        let doc = parse_toml(written(&p)).unwrap();
-        assert_cordon_runtime(cri_runtime(&doc, "io.containerd.grpc.v1.cri", "cordon"), BIN);
-        assert!(cri_runtime(&doc, "io.containerd.grpc.v1.cri", "runc").contains_key("runtime_type"));
-    }
-
-    #[test]
-    fn containerd_bad_files_are_refused_with_the_key() {
-        let e = plan(Engine::Containerd, "version = 2\n[plugins\n", "cordon", BIN).unwrap_err();
-        assert!(format!("{e:#}").contains("not valid TOML"), "{e:#}");
-        let e = plan(Engine::Containerd, "version = 2\nplugins = 3\n", "cordon", BIN).unwrap_err();
-        assert!(
-            format!("{e:#}").contains("plugins: expected a table, found integer"),
-            "{e:#}"
-        );
-    }
-
-    // ----- podman -----
-
-    #[test]
-    fn podman_into_a_new_file() {
-        let p = plan(Engine::Podman, "", "cordon", BIN).unwrap();
-        let doc = parse_toml(written(&p)).unwrap();
-        let runtimes = get(&doc, &["engine", "runtimes"]).and_then(Toml::as_table).unwrap();
-        assert_eq!(runtimes["cordon"], Toml::Array(vec![BIN.into()]));
-        assert!(p.snippet.contains("[engine.runtimes]"), "{}", p.snippet);
-    }
-
-    #[test]
-    fn podman_keeps_the_engine_table_and_other_runtimes() {
-        let old = "# mine\n[containers]\nlog_size_max = -1\n\n[engine]\nruntime = \"crun\"\n\n\
-                   [engine.runtimes]\ncrun = [\"/usr/bin/crun\"]\n";
-        let p = plan(Engine::Podman, old, "cordon", BIN).unwrap();
-        let doc = parse_toml(written(&p)).unwrap();
-        assert_eq!(get(&doc, &["engine", "runtime"]).and_then(Toml::as_str), Some("crun"));
-        assert_eq!(
-            get(&doc, &["containers", "log_size_max"]).and_then(Toml::as_integer),
-            Some(-1)
-        );
-        assert_eq!(
-            get(&doc, &["engine", "runtimes", "crun"]),
-            Some(&Toml::Array(vec!["/usr/bin/crun".into()]))
-        );
-        assert_eq!(
-            get(&doc, &["engine", "runtimes", "cordon"]),
-            Some(&Toml::Array(vec![BIN.into()]))
-        );
-
-        // Without an [engine.runtimes] table yet, the snippet is appended.
-        let old = "# mine\n[engine]\nruntime = \"crun\"\n";
-        let p = plan(Engine::Podman, old, "cordon", BIN).unwrap();
-        assert!(p.appended);
-        assert!(written(&p).starts_with(old));
-        let doc = parse_toml(written(&p)).unwrap();
-        assert_eq!(get(&doc, &["engine", "runtime"]).and_then(Toml::as_str), Some("crun"));
-        assert_eq!(
-            get(&doc, &["engine", "runtimes", "cordon"]),
-            Some(&Toml::Array(vec![BIN.into()]))
-        );
-    }
-
-    // ----- names and files -----
-
-    #[test]
-    fn runtime_names() {
-        for ok in ["cordon", "cordon-audit", "c_1.x"] {
-            check_name(ok).unwrap();
-        }
-        for bad in ["", "-x", "a b", "a\"b", "a]b", "ä"] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn write_file_is_atomic_keeps_mode_and_backs_up() {
-        let dir = std::env::temp_dir().join(format!("cordon-install-unit-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let path = dir.join("etc/docker/daemon.json");
-
-        // A new file in a new directory.
-        assert_eq!(write_file(&path, "{}\n", None).unwrap(), path);
-        assert_eq!(fs::read_to_string(&path).unwrap(), "{}\n");
-        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
-
-        // A rewrite keeps the mode and the old text.
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
-        write_file(&path, "{\"a\": 1}\n", Some("{}\n")).unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\": 1}\n");
-        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(fs::read_to_string(backup_path(&path)).unwrap(), "{}\n");
-
-        // Through a symlink: the target changes, the link stays.
-        let link = dir.join("link.json");
-        std::os::unix::fs::symlink(&path, &link).unwrap();
-        write_file(&link, "{\"b\": 2}\n", None).unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"b\": 2}\n");
-
-        // No temporary file left.
-        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
-        fs::remove_dir_all(&dir).unwrap();
-    }
-}
+#[cfg(test)]
+mod tests;

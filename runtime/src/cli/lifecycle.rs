@@ -6,12 +6,14 @@ use std::io::Write;
 use anyhow::{bail, Context};
 use cordon::container::{foreground, CreateOptions, ExecOptions, Runtime};
 use libcontainer::oci_spec::runtime::{
-    LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources, LinuxResourcesBuilder, Spec,
+    LinuxBlockIoBuilder, LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources, LinuxResourcesBuilder,
+    Spec,
 };
 
 use super::KillArgs;
 
 pub fn create(rt: &Runtime, a: liboci_cli::Create) -> anyhow::Result<i32> {
+    let asked = bundle_caps(&a.bundle);
     rt.create(&CreateOptions {
         id: a.container_id,
         bundle: a.bundle,
@@ -21,7 +23,8 @@ pub fn create(rt: &Runtime, a: liboci_cli::Create) -> anyhow::Result<i32> {
         preserve_fds: a.preserve_fds,
         detach: true,
         stdio: None,
-    })?;
+    })
+    .map_err(|e| name_missing_caps(e.into(), &asked))?;
     Ok(0)
 }
 
@@ -52,16 +55,19 @@ pub fn delete(rt: &Runtime, a: liboci_cli::Delete) -> anyhow::Result<i32> {
 /// container's status, 128+N when signal N killed it.
 pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
     let id = a.container_id.clone();
-    let mut c = rt.create(&CreateOptions {
-        id: id.clone(),
-        bundle: a.bundle,
-        pid_file: a.pid_file,
-        console_socket: a.console_socket,
-        no_pivot: a.no_pivot,
-        preserve_fds: a.preserve_fds,
-        detach: a.detach,
-        stdio: None,
-    })?;
+    let asked = bundle_caps(&a.bundle);
+    let mut c = rt
+        .create(&CreateOptions {
+            id: id.clone(),
+            bundle: a.bundle,
+            pid_file: a.pid_file,
+            console_socket: a.console_socket,
+            no_pivot: a.no_pivot,
+            preserve_fds: a.preserve_fds,
+            detach: a.detach,
+            stdio: None,
+        })
+        .map_err(|e| name_missing_caps(e.into(), &asked))?;
     // Block signals before the init can exit (it waits for start), so its
     // SIGCHLD stays pending; the container's own mask was set at create.
     let signals = if a.detach {
@@ -86,29 +92,122 @@ pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
 }
 
 pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
+    refuse_unsupported_exec_flags(&a)?;
     let detach = a.detach;
-    let pid = rt.exec(&ExecOptions {
-        id: a.container_id,
-        process: a.process,
-        args: a.command,
-        env: a.env,
-        cwd: a.cwd,
-        user: a.user,
-        additional_gids: a.additional_gids,
-        tty: a.tty,
-        console_socket: a.console_socket,
-        detach: a.detach,
-        pid_file: a.pid_file,
-        preserve_fds: a.preserve_fds,
-        caps: a.cap,
-        stdio: None,
-    })?;
+    let asked = asked_caps(&a);
+    let pid = rt
+        .exec(&ExecOptions {
+            id: a.container_id,
+            process: a.process,
+            args: a.command,
+            env: a.env,
+            cwd: a.cwd,
+            user: a.user,
+            additional_gids: a.additional_gids,
+            tty: a.tty,
+            console_socket: a.console_socket,
+            detach: a.detach,
+            pid_file: a.pid_file,
+            preserve_fds: a.preserve_fds,
+            caps: a.cap,
+            stdio: None,
+        })
+        .map_err(|e| name_missing_caps(e.into(), &asked))?;
     if detach {
         return Ok(0);
     }
     // The process may already have exited: `wait` reaps before it sleeps.
     let signals = foreground::block_signals()?;
     Ok(foreground::wait(pid, &signals)?)
+}
+
+/// The capabilities a bundle's process asks for (every set; none when
+/// the config cannot be read: create says why).
+fn bundle_caps(bundle: &std::path::Path) -> Vec<String> {
+    let config = std::fs::read(bundle.join("config.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    config.map(|c| caps_of(&c["process"])).unwrap_or_default()
+}
+
+/// The capabilities of an OCI process object, every set.
+fn caps_of(process: &serde_json::Value) -> Vec<String> {
+    let mut caps: Vec<String> = process["capabilities"]
+        .as_object()
+        .into_iter()
+        .flat_map(|sets| sets.values())
+        .flat_map(|s| s.as_array().into_iter().flatten())
+        .filter_map(|c| c.as_str().map(String::from))
+        .collect();
+    caps.sort();
+    caps.dedup();
+    caps
+}
+
+/// `e`, with the capabilities of `asked` that the runtime's bounding set
+/// lacks named when applying capabilities failed (as runc's "unable to
+/// apply caps", which does not say which).
+fn name_missing_caps(e: anyhow::Error, asked: &[String]) -> anyhow::Error {
+    let msg = cordon::container::chain(e.as_ref());
+    let missing = missing_caps(asked);
+    if !msg.contains("unable to apply caps") || missing.is_empty() {
+        return e;
+    }
+    let verb = if missing.len() == 1 { "is" } else { "are" };
+    anyhow::anyhow!("{msg}; {} {verb} not in the runtime's bounding set", missing.join(", "))
+}
+
+/// The capabilities an exec asks for: `--cap`, and every set of
+/// `--process`'s `capabilities`.
+fn asked_caps(a: &liboci_cli::Exec) -> Vec<String> {
+    let process = a
+        .process
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let mut caps = process.map(|p| caps_of(&p)).unwrap_or_default();
+    caps.extend(a.cap.iter().cloned());
+    caps.sort();
+    caps.dedup();
+    caps
+}
+
+/// Those of `caps` (names, with or without `CAP_`) that this process's
+/// bounding set lacks: no process it starts can have them.
+fn missing_caps(caps: &[String]) -> Vec<String> {
+    let Ok(bounding) = caps::read(None, caps::CapSet::Bounding) else {
+        return Vec::new();
+    };
+    caps.iter()
+        .filter_map(|name| {
+            let full = if name.starts_with("CAP_") {
+                name.clone()
+            } else {
+                format!("CAP_{name}")
+            };
+            let cap: caps::Capability = full.parse().ok()?;
+            (!bounding.contains(&cap)).then_some(full)
+        })
+        .collect()
+}
+
+/// runc's exec flags cordon cannot honour: refused in one line rather than
+/// ignored. (`--no-new-privs` is accepted: cordon always sets
+/// no_new_privs.)
+fn refuse_unsupported_exec_flags(a: &liboci_cli::Exec) -> anyhow::Result<()> {
+    if let Some(p) = &a.apparmor {
+        bail!("exec --apparmor {p:?}: AppArmor profiles are not supported by cordon");
+    }
+    if let Some(l) = &a.process_label {
+        bail!("exec --process-label {l:?}: SELinux labels are not supported by cordon");
+    }
+    if let Some(c) = &a.cgroup {
+        bail!("exec --cgroup {c:?}: running a process in a sub-cgroup is not supported by cordon");
+    }
+    if a.ignore_paused {
+        bail!("exec --ignore-paused: exec in a paused container is not supported by cordon");
+    }
+    Ok(())
 }
 
 pub fn ps(rt: &Runtime, a: liboci_cli::Ps) -> anyhow::Result<i32> {
@@ -201,7 +300,19 @@ pub fn update(rt: &Runtime, a: liboci_cli::Update) -> anyhow::Result<i32> {
                 .with_context(|| format!("--resources {}: invalid JSON", p.display()))?
         }
         None => {
+            if a.l3_cache_schema.is_some() || a.mem_bw_schema.is_some() {
+                let flag = if a.l3_cache_schema.is_some() {
+                    "--l3-cache-schema"
+                } else {
+                    "--mem-bw-schema"
+                };
+                bail!("update {flag}: Intel RDT is not supported by cordon");
+            }
             let mut b = LinuxResourcesBuilder::default();
+            if let Some(w) = a.blkio_weight {
+                let w = u16::try_from(w).map_err(|_| anyhow::anyhow!("--blkio-weight {w}: out of range"))?;
+                b = b.block_io(LinuxBlockIoBuilder::default().weight(w).build()?);
+            }
             if let Some(n) = a.pids_limit {
                 b = b.pids(LinuxPidsBuilder::default().limit(n).build()?);
             }
@@ -218,8 +329,21 @@ pub fn update(rt: &Runtime, a: liboci_cli::Update) -> anyhow::Result<i32> {
                 }
                 b = b.memory(m.build()?);
             }
-            if a.cpu_period.is_some() || a.cpu_quota.is_some() || a.cpu_share.is_some() || a.cpuset_cpus.is_some() {
+            if a.cpu_period.is_some()
+                || a.cpu_quota.is_some()
+                || a.cpu_share.is_some()
+                || a.cpuset_cpus.is_some()
+                || a.cpuset_mems.is_some()
+                || a.cpu_rt_period.is_some()
+                || a.cpu_rt_runtime.is_some()
+            {
                 let mut c = LinuxCpuBuilder::default();
+                if let Some(v) = a.cpu_rt_period {
+                    c = c.realtime_period(v);
+                }
+                if let Some(v) = a.cpu_rt_runtime {
+                    c = c.realtime_runtime(v as i64);
+                }
                 if let Some(v) = a.cpu_period {
                     c = c.period(v);
                 }
@@ -273,13 +397,28 @@ pub fn features() -> anyhow::Result<i32> {
             "apparmor": {"enabled": false},
             "selinux": {"enabled": false}
         },
-        "annotations": {
-            "org.cordon.version": env!("CARGO_PKG_VERSION"),
-            "org.cordon.policy": "policy for this container: a built-in name or a policy file",
-        }
+        "annotations": features_annotations(),
     });
     println!("{}", serde_json::to_string_pretty(&f)?);
     Ok(0)
+}
+
+/// `features`' annotations: what this runtime is (as runc gives its
+/// libseccomp version), then every annotation cordon reads from a
+/// container's config ([`cordon::annotations::KEYS`]), with what it does.
+fn features_annotations() -> serde_json::Value {
+    let seccomp = libseccomp::ScmpVersion::current()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let mut a = serde_json::json!({
+        "org.cordon.version": env!("CARGO_PKG_VERSION"),
+        "org.cordon.commit": env!("CORDON_COMMIT"),
+        "io.github.seccomp.libseccomp.version": seccomp,
+    });
+    for key in cordon::annotations::KEYS {
+        a[key.name] = key.doc.into();
+    }
+    a
 }
 
 /// Writes a starter config.json, as `runc spec` does (fails if one exists).

@@ -2,6 +2,7 @@
 //! liboci-cli's definitions where they match runc), plus cordon's own
 //! (`policy`, `audit`, `syscalls`) and the internal `supervise`.
 
+pub mod docs;
 mod install;
 mod lifecycle;
 pub mod logging;
@@ -96,9 +97,17 @@ pub enum Cmd {
     Syscalls(SyscallsArgs),
     /// Print, or with --write merge, the configuration an engine needs to use cordon
     Install(install::InstallArgs),
+    /// Remove what install added to an engine's configuration (--write; without it, print the diff)
+    Uninstall(install::UninstallArgs),
     /// (internal) Run a container's supervisor
     #[command(hide = true)]
     Supervise(SuperviseArgs),
+    /// (build) Write the man pages and shell completions under DIR
+    #[command(hide = true)]
+    GenerateDocs {
+        /// Directory for man1/ and completions/
+        dir: PathBuf,
+    },
 }
 
 /// `kill` with runc's defaults (the signal is optional).
@@ -199,10 +208,24 @@ pub struct SuperviseArgs {
     pub enforcement: String,
 }
 
+/// What `--version` prints, as runc does: the version, the commit, the
+/// runtime spec, and the libraries that decide what cordon can do.
+fn version_text() -> String {
+    let seccomp = libseccomp::ScmpVersion::current()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    format!(
+        "cordon version {}\ncommit: {}\nspec: 1.0.2\nlibcontainer: {}\nlibseccomp: {seccomp}\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("CORDON_COMMIT"),
+        env!("CORDON_LIBCONTAINER_VERSION"),
+    )
+}
+
 /// Runs the parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     if cli.version {
-        println!("cordon version {}\nspec: 1.0.2", env!("CARGO_PKG_VERSION"));
+        print!("{}", version_text());
         return Ok(0);
     }
     match cli.rootless.as_deref() {
@@ -211,8 +234,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(other) => anyhow::bail!("--rootless: invalid value {other:?} (true, false or auto)"),
     }
     let Some(cmd) = cli.cmd else {
-        use clap::CommandFactory;
-        Cli::command().print_help()?;
+        docs::command().print_help()?;
         return Ok(0);
     };
     let rt = || -> anyhow::Result<cordon::container::Runtime> {
@@ -248,6 +270,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),
         Cmd::Install(a) => install::install(a),
+        Cmd::Uninstall(a) => install::uninstall(a),
+        Cmd::GenerateDocs { dir } => docs::generate(&dir),
         Cmd::Supervise(a) => {
             cordon::supervisor::run(cordon::supervisor::Options {
                 id: a.container_id,

@@ -122,6 +122,11 @@ pub fn describe(lines: &[String]) -> Option<String> {
         })
     });
     let what = mount.unwrap_or_else(|| first.split('\t').next().unwrap_or(first).trim().to_string());
+    // runc's words for the step.
+    let what = match what.as_str() {
+        "failed to drop capabilities" => "unable to apply caps".to_string(),
+        _ => what,
+    };
     match lines.iter().find_map(|l| errno_in(l)) {
         Some(e) => Some(format!("{what}: {e:?} ({})", e.desc())),
         None => Some(what),
@@ -192,6 +197,11 @@ mod tests {
         assert_eq!(
             describe(&lines).unwrap(),
             "failed to set hostname: EPERM (Operation not permitted)"
+        );
+        let lines = ["failed to drop capabilities\t err=Nix(EPERM)".to_string()];
+        assert_eq!(
+            describe(&lines).unwrap(),
+            "unable to apply caps: EPERM (Operation not permitted)"
         );
         let lines = ["failed to chdir\t e=ENOTDIR".to_string()];
         assert_eq!(describe(&lines).unwrap(), "failed to chdir: ENOTDIR (Not a directory)");
