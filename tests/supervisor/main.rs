@@ -520,6 +520,22 @@ fn policy_commands_and_annotation_errors() {
     .unwrap();
     let out = ok(&env.cordon(&["policy", "check", &good.to_string_lossy()]));
     assert!(out.contains("ok"), "{out}");
+    // A rule that shadows later ones (here the default's masks) is valid,
+    // and `policy check` says which rules it leaves without effect.
+    let wide = dir.path().join("wide.toml");
+    std::fs::write(
+        &wide,
+        "name = \"w\"\n[[path]]\npattern = \"/**\"\naccess = \"read-only\"\n",
+    )
+    .unwrap();
+    let out = env.cordon(&["policy", "check", &wide.to_string_lossy()]);
+    assert!(ok(&out).contains("ok"));
+    assert!(
+        stderr(&out).contains("warning")
+            && stderr(&out).contains("/proc/kcore deny never decides: path[0] /** read-only"),
+        "{}",
+        stderr(&out)
+    );
     let bad = dir.path().join("bad.toml");
     std::fs::write(
         &bad,

@@ -43,6 +43,9 @@ pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
         }
         PolicyCmd::Check { file } => {
             let p = Policy::load(&file)?;
+            for w in p.shadowed_paths() {
+                eprintln!("cordon: warning: policy {file}: {w}");
+            }
             let intercepted = p
                 .rules
                 .values()

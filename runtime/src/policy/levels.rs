@@ -171,6 +171,54 @@ fn below(path: &str, dir: &str) -> bool {
 }
 
 impl Policy {
+    /// Path rules that can never decide, because an earlier rule with a
+    /// different access matches every path they name first (rules are
+    /// first-match; a file's own `/**` rule shadows its base's, for
+    /// example). One line each, naming both rules. Only sure cases: the
+    /// later rule is a literal path or `D/**`, the earlier one `/**`,
+    /// `E/**` above it, or (for a literal) any pattern matching it.
+    pub fn shadowed_paths(&self) -> Vec<String> {
+        let rules = &self.source.paths;
+        let name = |a: PathAccess| match a {
+            PathAccess::Allow => "allow",
+            PathAccess::Deny => "deny",
+            PathAccess::ReadOnly => "read-only",
+        };
+        let mut out = Vec::new();
+        for (j, later) in rules.iter().enumerate() {
+            let Some(base) = literal_base(&later.pattern) else {
+                continue;
+            };
+            let subtree = later.pattern.ends_with("/**");
+            let covers = |earlier: &str| -> bool {
+                if let Some(e) = earlier.strip_suffix("/**") {
+                    if literal_base(earlier).is_some() {
+                        return below(base, if e.is_empty() { "/" } else { e });
+                    }
+                }
+                !subtree
+                    && globset::GlobBuilder::new(earlier)
+                        .literal_separator(true)
+                        .build()
+                        .is_ok_and(|g| g.compile_matcher().is_match(base))
+            };
+            if let Some((i, earlier)) = rules[..j]
+                .iter()
+                .enumerate()
+                .find(|(_, e)| e.access != later.access && covers(&e.pattern))
+            {
+                out.push(format!(
+                    "path[{j}] {} {} never decides: path[{i}] {} {} comes first and matches every path it names",
+                    later.pattern,
+                    name(later.access),
+                    earlier.pattern,
+                    name(earlier.access)
+                ));
+            }
+        }
+        out
+    }
+
     /// Chooses the level of each path rule for a container whose kernel
     /// filesystems (`proc` and `sysfs` mounts) are at `kernel_fs`, under
     /// `enforcement`.
@@ -312,6 +360,35 @@ mod tests {
 
     fn kernel_fs() -> Vec<String> {
         vec!["/proc".into(), "/sys".into()]
+    }
+
+    #[test]
+    fn shadowed_rules_are_named() {
+        let p = Policy::from_toml(
+            "name = \"s\"\n\
+             [[path]]\npattern = \"/data/**\"\naccess = \"read-only\"\n\
+             [[path]]\npattern = \"/data/secret/**\"\naccess = \"deny\"\n\
+             [[path]]\npattern = \"/data/ro/**\"\naccess = \"read-only\"\n\
+             [[path]]\npattern = \"/**\"\naccess = \"read-only\"\n",
+            "s",
+        )
+        .unwrap();
+        let w = p.shadowed_paths();
+        assert!(
+            w[0].starts_with("path[1] /data/secret/** deny never decides: path[0] /data/** read-only"),
+            "{w:?}"
+        );
+        assert!(
+            !w.iter().any(|l| l.starts_with("path[2]")),
+            "same access: redundant, not shadowed"
+        );
+        // The user's /** shadows the default's kernel-file masks.
+        assert!(
+            w.iter()
+                .any(|l| l.contains("/proc/kcore deny never decides: path[3] /** read-only")),
+            "{w:?}"
+        );
+        assert!(Policy::load("default").unwrap().shadowed_paths().is_empty());
     }
 
     #[test]
