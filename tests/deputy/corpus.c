@@ -42,26 +42,7 @@ static const char *ename(int e)
     return buf;
 }
 
-static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void line(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-    fflush(stdout);
-}
-
-/* NAME ok R, or NAME err ERRNO. */
-static long res(const char *name, long r)
-{
-    if (r < 0)
-        line("%s err %s", name, ename(errno));
-    else
-        line("%s ok %ld", name, r);
-    return r;
-}
+#include "report.h"
 
 /* An open's result: "ok" for any fd (numbers may differ), closed. */
 static void opened(const char *name, int fd)
@@ -101,14 +82,6 @@ static long openat2_(int dirfd, const char *path, unsigned long long flags, unsi
 {
     struct open_how how = {.flags = flags, .mode = mode, .resolve = resolve};
     return syscall(SYS_openat2, dirfd, path, &how, size);
-}
-
-static socklen_t unaddr(struct sockaddr_un *a, const char *path)
-{
-    memset(a, 0, sizeof *a);
-    a->sun_family = AF_UNIX;
-    strncpy(a->sun_path, path, sizeof a->sun_path - 1);
-    return offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1;
 }
 
 static void opens(void)

@@ -71,34 +71,7 @@ static const char *ename(int e)
     }
 }
 
-static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void line(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-    fflush(stdout);
-}
-
-/* Prints NAME ok R or NAME err ERRNO for a syscall result. */
-static long res(const char *name, long r)
-{
-    if (r < 0)
-        line("%s err %s", name, ename(errno));
-    else
-        line("%s ok %ld", name, r);
-    return r;
-}
-
-static socklen_t unaddr(struct sockaddr_un *a, const char *path)
-{
-    memset(a, 0, sizeof *a);
-    a->sun_family = AF_UNIX;
-    strncpy(a->sun_path, path, sizeof a->sun_path - 1);
-    return offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1;
-}
+#include "report.h"
 
 /* unix PATH: connect (stream) and sendto (datagram) to PATH; a stream
  * connection reads one line from the server. */
