@@ -142,39 +142,7 @@ fn cordon_pod(handler: &str, annotations: HashMap<String, String>) {
     let v = cri!(cri, version, VersionRequest { version: "v1".into() });
     assert_eq!(v.runtime_name, "containerd", "CRI version: {v:?}");
 
-    let logs = c.dir.as_ref().unwrap().path().join("pod-logs");
-    fs::create_dir_all(&logs).unwrap();
-    let name = unique("cri-pod");
-    let sandbox_config = PodSandboxConfig {
-        metadata: Some(PodSandboxMetadata {
-            name: name.clone(),
-            uid: format!("uid-{name}"),
-            namespace: "default".into(),
-            attempt: 0,
-        }),
-        log_directory: logs.to_string_lossy().into_owned(),
-        annotations,
-        linux: Some(LinuxPodSandboxConfig {
-            security_context: Some(LinuxSandboxSecurityContext {
-                namespace_options: Some(NamespaceOption {
-                    network: NamespaceMode::Node as i32,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let pod = cri!(
-        cri,
-        run_pod_sandbox,
-        RunPodSandboxRequest {
-            config: Some(sandbox_config.clone()),
-            runtime_handler: handler.into(),
-        }
-    )
-    .pod_sandbox_id;
+    let (pod, ctr, text) = run_pod(&c, &mut cri, handler, annotations);
     let st = cri!(
         cri,
         pod_sandbox_status,
@@ -190,52 +158,7 @@ fn cordon_pod(handler: &str, annotations: HashMap<String, String>) {
         "sandbox: {status:?}"
     );
     assert_eq!(status.runtime_handler, handler, "sandbox: {status:?}");
-
-    let ctr = cri!(
-        cri,
-        create_container,
-        CreateContainerRequest {
-            pod_sandbox_id: pod.clone(),
-            config: Some(ContainerConfig {
-                metadata: Some(ContainerMetadata {
-                    name: "app".into(),
-                    attempt: 0,
-                }),
-                image: Some(ImageSpec {
-                    image: "docker.io/library/cordon-busybox:latest".into(),
-                    ..Default::default()
-                }),
-                command: vec![
-                    "sh".into(),
-                    "-c".into(),
-                    "uname -r; echo cri-ok; exec sleep 1000".into()
-                ],
-                log_path: "app.log".into(),
-                ..Default::default()
-            }),
-            sandbox_config: Some(sandbox_config),
-        }
-    )
-    .container_id;
-    cri!(
-        cri,
-        start_container,
-        StartContainerRequest {
-            container_id: ctr.clone(),
-        }
-    );
-
     // The CRI log ("<time> stdout F <line>") shows the emulated uname.
-    let log = logs.join("app.log");
-    let seen = poll(|| {
-        let text = fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        if text.contains("cri-ok") {
-            Ok(text)
-        } else {
-            Err(format!("log so far: {text:?}"))
-        }
-    });
-    let text = seen.unwrap_or_else(|e| panic!("container log: {e}\n{}", c.diagnostics()));
     assert!(
         text.lines().any(|l| l.ends_with(&format!("stdout F {CORDON_RELEASE}"))),
         "expected the log to show {CORDON_RELEASE}:\n{text}"
@@ -257,35 +180,7 @@ fn cordon_pod(handler: &str, annotations: HashMap<String, String>) {
         c.diagnostics()
     );
 
-    cri!(
-        cri,
-        stop_container,
-        StopContainerRequest {
-            container_id: ctr.clone(),
-            timeout: 1,
-        }
-    );
-    cri!(
-        cri,
-        remove_container,
-        RemoveContainerRequest {
-            container_id: ctr.clone(),
-        }
-    );
-    cri!(
-        cri,
-        stop_pod_sandbox,
-        StopPodSandboxRequest {
-            pod_sandbox_id: pod.clone(),
-        }
-    );
-    cri!(
-        cri,
-        remove_pod_sandbox,
-        RemovePodSandboxRequest {
-            pod_sandbox_id: pod.clone(),
-        }
-    );
+    remove_pod(&mut cri, &pod, &ctr);
     let left = cri!(cri, list_pod_sandbox, ListPodSandboxRequest { filter: None });
     assert!(left.items.iter().all(|p| p.id != pod), "sandbox still listed: {left:?}");
     let res = poll(|| {
@@ -333,6 +228,16 @@ fn stock_cri_config(d: &Path) -> String {
 /// container prints `uname -r` and `pod-ok`: the ids of the pod and its
 /// container, and the container's CRI log.
 fn run_uname_pod(c: &Containerd, cri: &mut Cri, handler: &str) -> (String, String, String) {
+    run_pod(c, cri, handler, HashMap::new())
+}
+
+/// [`run_uname_pod`] with pod `annotations`.
+fn run_pod(
+    c: &Containerd,
+    cri: &mut Cri,
+    handler: &str,
+    annotations: HashMap<String, String>,
+) -> (String, String, String) {
     let logs = c.dir.as_ref().unwrap().path().join("pod-logs").join(unique("logs"));
     fs::create_dir_all(&logs).unwrap();
     let name = unique("pod");
@@ -344,6 +249,7 @@ fn run_uname_pod(c: &Containerd, cri: &mut Cri, handler: &str) -> (String, Strin
             attempt: 0,
         }),
         log_directory: logs.to_string_lossy().into_owned(),
+        annotations,
         linux: Some(LinuxPodSandboxConfig {
             security_context: Some(LinuxSandboxSecurityContext {
                 namespace_options: Some(NamespaceOption {
