@@ -400,6 +400,13 @@ impl Policy {
                 "emulate cannot be a default action: only some syscalls can be emulated".into(),
             ));
         }
+        let release = &file.views.release;
+        if release.is_empty() || release.len() > 64 || !release.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(invalid(
+                "views.release".into(),
+                format!("{release:?}: 1 to 64 printable ASCII characters without spaces"),
+            ));
+        }
         let default_errno = errno_of("default_errno", &file.default_errno)?;
         let mut rules: BTreeMap<u32, Vec<Rule>> = BTreeMap::new();
         for (i, r) in file.syscalls.iter().enumerate() {
@@ -801,6 +808,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn views_keys() {
+        let p = Policy::from_toml("name = 't'\n", "t").unwrap();
+        assert!(p.source.views.proc && p.source.views.identity == model::Identity::Virtual);
+        assert_eq!(p.source.views.release, crate::views::RELEASE);
+        let p = Policy::from_toml(
+            "name = 't'\n[views]\nproc = false\nidentity = 'host'\nrelease = '5.15.0-x'\n",
+            "t",
+        )
+        .unwrap();
+        assert!(!p.source.views.proc && p.source.views.identity == model::Identity::Host);
+        assert_eq!(p.source.views.release, "5.15.0-x");
+        let e = Policy::from_toml("name = 't'\n[views]\nrelease = 'a b'\n", "t").unwrap_err();
+        assert!(e.to_string().contains("views.release"), "{e}");
+        let e = Policy::from_toml("name = 't'\n[views]\nprocs = false\n", "t").unwrap_err();
+        assert!(e.to_string().contains("procs"), "{e}");
+        assert!(!Policy::load("permissive").unwrap().source.views.proc);
     }
 
     #[test]
