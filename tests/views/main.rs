@@ -57,6 +57,7 @@ fn a_limited_container_sees_its_memory_and_cpus() {
         &mut env,
         "echo =meminfo; grep -E '^(MemTotal|MemFree|MemAvailable|Cached|Buffers):' /proc/meminfo; \
          echo =free; free -k | grep '^Mem:'; \
+         echo =top; top -bn1 | grep '^Mem:'; \
          echo =online; cat /sys/devices/system/cpu/online; \
          echo =cpuinfo; grep -c '^processor' /proc/cpuinfo; \
          echo =stat; grep -c '^cpu[0-9]' /proc/stat; \
@@ -82,6 +83,12 @@ fn a_limited_container_sees_its_memory_and_cpus() {
         .collect();
     assert_eq!(free_line[0], 262144, "free's total: {lines:?}");
     assert!(free_line[1] <= 262144, "free's used: {lines:?}");
+    // busybox top: "Mem: 1008K used, 261136K free, ..." from /proc/meminfo.
+    let top: Vec<u64> = after(&lines, "=top")
+        .split_whitespace()
+        .filter_map(|f| f.strip_suffix('K')?.parse().ok())
+        .collect();
+    assert_eq!(top[0] + top[1], 262144, "top's used + free: {lines:?}");
     assert_eq!(after(&lines, "=online"), "0", "{lines:?}");
     assert_eq!(after(&lines, "=cpuinfo"), "1", "{lines:?}");
     assert_eq!(after(&lines, "=stat"), "1", "{lines:?}");
