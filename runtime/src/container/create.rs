@@ -198,7 +198,7 @@ impl Runtime {
         // The view files exist before the supervisor starts: it marks the
         // dynamic ones as it starts up.
         let views = if policy.needs_supervisor() {
-            crate::views::prepare(&dir, &policy.source.views).map_err(io("write the container's views"))?
+            crate::views::prepare(&dir, &policy.views()).map_err(io("write the container's views"))?
         } else {
             Vec::new()
         };

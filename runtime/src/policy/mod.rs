@@ -637,6 +637,20 @@ impl Policy {
         }
     }
 
+    /// The views a container under this policy gets: the policy's
+    /// `[views]`, with no views at all without a supervisor (nothing
+    /// would keep them fresh) and the host's identity when `uname` is not
+    /// emulated (the /proc identity files agree with what `uname` shows).
+    pub fn views(&self) -> model::Views {
+        let mut v = self.source.views.clone();
+        v.proc &= self.needs_supervisor();
+        let uname = table::number("uname").map(|nr| self.decide(nr, &[0; 6]).0);
+        if uname != Some(Action::Emulate) {
+            v.identity = model::Identity::Host;
+        }
+        v
+    }
+
     /// Whether any rule can send a syscall to the supervisor.
     pub fn needs_supervisor(&self) -> bool {
         matches!(self.default_action, Action::Audit)
@@ -827,6 +841,17 @@ mod tests {
         let e = Policy::from_toml("name = 't'\n[views]\nprocs = false\n", "t").unwrap_err();
         assert!(e.to_string().contains("procs"), "{e}");
         assert!(!Policy::load("permissive").unwrap().source.views.proc);
+        assert_eq!(Policy::load("default").unwrap().views(), model::Views::default());
+        // Without an emulated uname the identity files would disagree
+        // with it: the host's identity; without a supervisor, no views.
+        let p = Policy::from_toml(
+            "name = 't'\n[[syscall]]\nnames = ['sysinfo']\naction = 'emulate'\n",
+            "t",
+        )
+        .unwrap();
+        assert!(p.views().proc && p.views().identity == model::Identity::Host);
+        let p = Policy::from_toml("name = 't'\n", "t").unwrap();
+        assert!(!p.views().proc);
     }
 
     #[test]

@@ -193,10 +193,10 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     task::pin(policy.pins_user_namespace(), policy.pins_root());
     let watchdog = watchdog::spawn(&opts.id).map_err(io_err("start watchdog"))?;
     let dir_watch = lifetime::watch_removal(&opts.dir).map_err(io_err("watch the state directory"))?;
-    let identity = identity(&policy.source.views);
+    let identity = identity(&policy.views());
     // fanotify_init and the marks are not in the confined supervisor's
     // allow-list: set up before it confines itself.
-    let views = views::Views::open(&opts.dir, &policy.source.views).map_err(io_err("watch the views"))?;
+    let views = views::Views::open(&opts.dir, &policy.views()).map_err(io_err("watch the views"))?;
     confine::confine(ptrace).map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
     let sup = Arc::new(Supervisor {
         policy,

@@ -87,7 +87,9 @@ impl Views {
         };
         let text = self.render(view, opener, sup);
         if let Some((_, file, _)) = self.files.iter().find(|(v, _, _)| *v == view) {
-            if file.write_all_at(text.as_bytes(), 0).is_ok() {
+            // Nothing rendered (a host file that could not be read) keeps
+            // the previous text; so does a write that fails (a full disk).
+            if !text.is_empty() && file.write_all_at(text.as_bytes(), 0).is_ok() {
                 let _ = file.set_len(text.len() as u64);
             }
         }
