@@ -195,14 +195,14 @@ fn a_policy_turns_the_views_off_or_shows_the_hosts_identity() {
 
     let mut env = Env::busybox(&[]);
     limited(&mut env);
-    env.annotate("org.cordon.policy", &policy(&dir, "proc = false"));
+    env.set_policy(&policy(&dir, "proc = false"));
     let lines = sh(&mut env, "grep MemTotal /proc/meminfo; cat /proc/sys/kernel/osrelease");
     assert_eq!(meminfo_kb(&lines[0], "MemTotal"), host_total, "views off: {lines:?}");
     assert_eq!(lines[1], host_release, "views off: {lines:?}");
 
     let mut env = Env::busybox(&[]);
     limited(&mut env);
-    env.annotate("org.cordon.policy", &policy(&dir, "identity = \"host\""));
+    env.set_policy(&policy(&dir, "identity = \"host\""));
     let lines = sh(
         &mut env,
         "uname -r; cat /proc/sys/kernel/osrelease; grep MemTotal /proc/meminfo",
@@ -211,7 +211,7 @@ fn a_policy_turns_the_views_off_or_shows_the_hosts_identity() {
     assert_eq!(meminfo_kb(&lines[2], "MemTotal"), 262144, "the views stay: {lines:?}");
 
     let mut env = Env::busybox(&[]);
-    env.annotate("org.cordon.policy", &policy(&dir, "release = \"5.15.0-custom\""));
+    env.set_policy(&policy(&dir, "release = \"5.15.0-custom\""));
     let lines = sh(&mut env, "uname -r; cat /proc/sys/kernel/osrelease; cat /proc/version");
     assert_eq!(lines[..2], ["5.15.0-custom", "5.15.0-custom"], "{lines:?}");
     assert!(lines[2].starts_with("Linux version 5.15.0-custom "), "{lines:?}");

@@ -845,12 +845,12 @@ mod tests {
         // Without an emulated uname the identity files would disagree
         // with it: the host's identity; without a supervisor, no views.
         let p = Policy::from_toml(
-            "name = 't'\n[[syscall]]\nnames = ['sysinfo']\naction = 'emulate'\n",
+            "name = 't'\nextends = 'none'\n[[syscall]]\nnames = ['sysinfo']\naction = 'emulate'\n",
             "t",
         )
         .unwrap();
         assert!(p.views().proc && p.views().identity == model::Identity::Host);
-        let p = Policy::from_toml("name = 't'\n", "t").unwrap();
+        let p = Policy::from_toml("name = 't'\nextends = 'none'\n", "t").unwrap();
         assert!(!p.views().proc);
     }
 
