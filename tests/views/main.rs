@@ -245,3 +245,29 @@ fn python_sees_the_limits() {
     let lines: Vec<String> = ok(&out).lines().map(str::to_string).collect();
     assert_eq!(lines, ["1", "1", "268435456", "6.1.0-cordon"], "{}", stderr(&out));
 }
+
+#[test]
+fn an_exec_sees_the_views_of_its_container() {
+    let mut env = Env::busybox(&["sleep", "60"]);
+    limited(&mut env);
+    let id = unique("views-exec");
+    ok(&env.create(&id));
+    ok(&env.cordon(&["start", &id]));
+    cordon_tests::wait_until("the container runs", std::time::Duration::from_secs(10), || {
+        match env.state(&id)["status"].as_str() {
+            Some("running") => Ok(()),
+            s => Err(format!("{s:?}")),
+        }
+    });
+    let out = env.cordon(&[
+        "exec",
+        &id,
+        "sh",
+        "-c",
+        "grep MemTotal /proc/meminfo; cat /proc/sys/kernel/osrelease; cat /sys/devices/system/cpu/online",
+    ]);
+    let lines: Vec<String> = ok(&out).lines().map(str::to_string).collect();
+    assert_eq!(meminfo_kb(&lines[0], "MemTotal"), 262144, "{lines:?}");
+    assert_eq!(lines[1..], ["6.1.0-cordon", "0"], "{lines:?}");
+    ok(&env.cordon(&["delete", "--force", &id]));
+}

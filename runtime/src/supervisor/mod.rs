@@ -19,7 +19,7 @@ mod notify;
 mod ptrace;
 pub mod syscalls;
 pub mod task;
-mod views;
+pub(crate) mod views;
 mod watchdog;
 
 use std::io::Write;
@@ -101,6 +101,9 @@ pub struct Supervisor {
     pub init: std::sync::OnceLock<i32>,
     /// When the supervisor started, as the container's boot time.
     pub started: Instant,
+    /// The container's load averages (1, 5, 15 minutes) and when they
+    /// were last updated (`views::load`).
+    pub(crate) loads: std::sync::Mutex<(Instant, [f64; 3])>,
     /// Handlers now running on their own thread (calls that may block).
     pub blocking: std::sync::atomic::AtomicUsize,
     /// Answers being sent and recorded now ([`Supervisor::answering`]).
@@ -205,6 +208,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         identity,
         init: std::sync::OnceLock::new(),
         started: Instant::now(),
+        loads: std::sync::Mutex::new((Instant::now(), [0.0; 3])),
         blocking: std::sync::atomic::AtomicUsize::new(0),
         answering: std::sync::atomic::AtomicUsize::new(0),
         emulates_files: !opts.enforcement.starts_with("kernel"),

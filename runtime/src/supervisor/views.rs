@@ -34,9 +34,6 @@ pub(crate) struct Views {
     files: Vec<(View, std::fs::File, (u64, u64))>,
     /// The container's cgroups, once its init is known.
     dirs: Option<CgroupDirs>,
-    /// Load averages at `loads_at`.
-    loads: [f64; 3],
-    loads_at: Instant,
 }
 
 impl Views {
@@ -66,13 +63,7 @@ impl Views {
                 .map_err(|e| err(e.into()))?;
             files.push((view, file, (st.dev(), st.ino())));
         }
-        Ok(Some(Views {
-            fan,
-            files,
-            dirs: None,
-            loads: [0.0; 3],
-            loads_at: Instant::now(),
-        }))
+        Ok(Some(Views { fan, files, dirs: None }))
     }
 
     /// Renders the view opened as `fd` into its file; an fd of no view is
@@ -125,11 +116,8 @@ impl Views {
                 limits.cpu_usage_ns.map(|ns| ns as f64 / 1e9),
             ),
             View::Loadavg => {
-                let (active, running, total) = dirs.as_ref().map_or((0, 0, 0), |d| tasks(d, opener));
-                let now = Instant::now();
-                self.loads = render::decay(self.loads, active, (now - self.loads_at).as_secs_f64());
-                self.loads_at = now;
-                render::loadavg(self.loads, running, total)
+                let (loads, running, total) = load(sup, dirs.as_ref(), opener);
+                render::loadavg(loads, running, total)
             }
             View::Swaps => render::swaps(
                 &host("/proc/swaps"),
@@ -141,6 +129,21 @@ impl Views {
             View::Version | View::OsRelease | View::KernelVersion | View::OsType => String::new(),
         }
     }
+}
+
+/// The container's load averages now, with its running and total
+/// threads: the averages kept in `sup`, decayed over the time since they
+/// were last updated with the container's active threads now (`dirs`: its
+/// cgroups; `caller`: the reader, counted as running). Shared by
+/// `/proc/loadavg` and the emulated sysinfo(2), so they agree.
+pub(crate) fn load(sup: &Supervisor, dirs: Option<&CgroupDirs>, caller: i32) -> ([f64; 3], usize, usize) {
+    let (active, running, total) = dirs.map_or((0, 0, 0), |d| tasks(d, caller));
+    let mut state = sup.loads.lock().unwrap_or_else(|e| e.into_inner());
+    let now = Instant::now();
+    let (at, loads) = *state;
+    let loads = render::decay(loads, active, (now - at).as_secs_f64());
+    *state = (now, loads);
+    (loads, running, total)
 }
 
 /// The container's threads: (runnable or in uninterruptible sleep,

@@ -1,7 +1,8 @@
 //! sysinfo(2): memory and uptime as the container sees them (what LXCFS
 //! does for /proc/meminfo, without FUSE): total memory is the cgroup's
 //! memory limit when one is set, free memory the limit minus the cgroup's
-//! usage, uptime the time since the container started. The numbers are
+//! usage, uptime the time since the container started, loads the
+//! container's (those of its `/proc/loadavg`). The memory numbers are
 //! those of the container's `/proc/meminfo` ([`crate::views::render::memory`]),
 //! so `free`, which reads both, agrees with itself.
 
@@ -15,7 +16,8 @@ pub fn sysinfo(ctx: &Ctx<'_>) -> Outcome {
         return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", String::new());
     };
     let host = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let limits = CgroupDirs::of(ctx.pid()).map(|d| Limits::read(&d)).unwrap_or_default();
+    let dirs = CgroupDirs::of(ctx.pid());
+    let limits = dirs.as_ref().map(Limits::read).unwrap_or_default();
     if let Some(m) = crate::views::render::memory(&limits, &host) {
         si.mem_unit = 1;
         si.totalram = m.total as _;
@@ -26,7 +28,10 @@ pub fn sysinfo(ctx: &Ctx<'_>) -> Outcome {
         si.freeswap = m.swap_free as _;
     }
     si.uptime = ctx.sup.started.elapsed().as_secs() as _;
-    si.loads = [0; 3];
+    // The load averages of /proc/loadavg, in sysinfo's fixed point
+    // (SI_LOAD_SHIFT: 16 bits of fraction).
+    let (loads, _, _) = crate::supervisor::views::load(ctx.sup, dirs.as_ref(), ctx.pid());
+    si.loads = loads.map(|l| (l * 65536.0) as _);
     let detail = format!(
         "totalram {} uptime {}",
         si.totalram * u64::from(si.mem_unit.max(1)),
