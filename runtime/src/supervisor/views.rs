@@ -102,31 +102,37 @@ impl Views {
     fn render(&mut self, view: View, opener: i32, sup: &Supervisor) -> String {
         let host = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
         let dirs = self.dirs(opener, sup);
+        if view == View::Loadavg {
+            let (loads, running, total) = load(sup, dirs.as_ref(), opener);
+            return render::loadavg(loads, running, total);
+        }
         let limits = dirs.as_ref().map(Limits::read).unwrap_or_default();
-        let online_text = host("/sys/devices/system/cpu/online");
-        let online = parse_cpu_list(&online_text).unwrap_or_default();
-        let cpus = render::cpus(&limits, &online);
+        // The host's online CPUs (its text too) and the container's.
+        let cpus = || {
+            let text = host("/sys/devices/system/cpu/online");
+            let online = parse_cpu_list(&text).unwrap_or_default();
+            let cpus = render::cpus(&limits, &online);
+            (text, online, cpus)
+        };
         match view {
             View::Meminfo => render::meminfo(&host("/proc/meminfo"), &limits),
-            View::Cpuinfo => render::cpuinfo(&host("/proc/cpuinfo"), &cpus),
-            View::Stat => render::stat(&host("/proc/stat"), &cpus),
+            View::Cpuinfo => render::cpuinfo(&host("/proc/cpuinfo"), &cpus().2),
+            View::Stat => render::stat(&host("/proc/stat"), &cpus().2),
             View::Uptime => render::uptime(
                 sup.started.elapsed().as_secs_f64(),
-                cpus.len(),
+                cpus().2.len(),
                 limits.cpu_usage_ns.map(|ns| ns as f64 / 1e9),
             ),
-            View::Loadavg => {
-                let (loads, running, total) = load(sup, dirs.as_ref(), opener);
-                render::loadavg(loads, running, total)
-            }
             View::Swaps => render::swaps(
                 &host("/proc/swaps"),
                 render::memory(&limits, &host("/proc/meminfo")).as_ref(),
             ),
-            View::CpuOnline if cpus == online => online_text,
-            View::CpuOnline => render::online(cpus.len()),
-            // Static views are not marked.
-            View::Version | View::OsRelease | View::KernelVersion | View::OsType => String::new(),
+            View::CpuOnline => match cpus() {
+                (text, online, cpus) if cpus == online => text,
+                (_, _, cpus) => render::online(cpus.len()),
+            },
+            // Static views are not marked; loadavg is above.
+            View::Loadavg | View::Version | View::OsRelease | View::KernelVersion | View::OsType => String::new(),
         }
     }
 }
