@@ -292,6 +292,32 @@ mod tests {
         std::fs::remove_dir_all(d).unwrap();
     }
 
+    /// A v2 cgroup of 256 MiB and one CPU's quota, through the views the
+    /// container sees: the same path a hybrid v1 host takes live.
+    #[test]
+    fn a_v2_cgroup_through_the_views() {
+        let d = fixture(&[
+            ("memory.max", "268435456\n"),
+            ("memory.current", "8388608\n"),
+            ("memory.stat", "anon 4194304\nfile 4194304\nshmem 0\n"),
+            ("cpu.max", "100000 100000\n"),
+            ("cpuset.cpus.effective", "0-3\n"),
+        ]);
+        let l = Limits::read(&CgroupDirs {
+            v2: Some(d.clone()),
+            ..Default::default()
+        });
+        let host = "MemTotal:        8000000 kB\nMemFree:         4000000 kB\nCached:          2000000 kB\n";
+        let text = super::super::render::meminfo(host, &l);
+        assert!(
+            text.starts_with("MemTotal:         262144 kB\nMemFree:          253952 kB\n"),
+            "{text}"
+        );
+        let cpus = super::super::render::cpus(&l, &[0, 1, 2, 3]);
+        assert_eq!(super::super::render::online(cpus.len()), "0\n");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
     #[test]
     fn reads_v1_cgroups() {
         let mem = fixture(&[
