@@ -116,7 +116,7 @@ fn the_identity_is_the_same_everywhere() {
     let lines = sh(
         &mut env,
         "uname -r; cat /proc/sys/kernel/osrelease; cat /proc/version; cat /proc/sys/kernel/ostype; \
-         cat /proc/sys/kernel/version; uname -v",
+         cat /proc/sys/kernel/version; uname -v; cat /proc/cmdline",
     );
     let release = &lines[0];
     assert_eq!(release, "6.1.0-cordon", "{lines:?}");
@@ -126,6 +126,7 @@ fn the_identity_is_the_same_everywhere() {
     assert!(!lines.iter().any(|l| l.contains(host_release.trim())), "{lines:?}");
     assert_eq!(lines[3], "Linux");
     assert_eq!(lines[4], lines[5], "uname -v and /proc/sys/kernel/version");
+    assert_eq!(lines[6], format!("BOOT_IMAGE=/boot/vmlinuz-{release} ro quiet"));
 }
 
 #[test]

@@ -132,7 +132,9 @@ impl Views {
                 (_, _, cpus) => render::online(cpus.len()),
             },
             // Static views are not marked; loadavg is above.
-            View::Loadavg | View::Version | View::OsRelease | View::KernelVersion | View::OsType => String::new(),
+            View::Loadavg | View::Version | View::OsRelease | View::KernelVersion | View::OsType | View::Cmdline => {
+                String::new()
+            }
         }
     }
 }

@@ -9,7 +9,7 @@
 //! (`container/harden.rs`), from where nothing inside can remove it: the
 //! policy refuses the mount calls.
 //! - **Static** views (the identity: `/proc/version`,
-//!   `/proc/sys/kernel/{osrelease,version,ostype}`) are written once by
+//!   `/proc/sys/kernel/{osrelease,version,ostype}`, `/proc/cmdline`) are written once by
 //!   `create` and never change: no race can show the host's.
 //! - **Dynamic** views (`/proc/meminfo`, `/proc/cpuinfo`, `/proc/stat`,
 //!   `/proc/uptime`, `/proc/loadavg`, `/proc/swaps`,
@@ -51,6 +51,9 @@ pub enum View {
     KernelVersion,
     /// `/proc/sys/kernel/ostype`.
     OsType,
+    /// `/proc/cmdline` (the host's often names its kernel image, and so
+    /// its release).
+    Cmdline,
     /// `/proc/meminfo`.
     Meminfo,
     /// `/proc/cpuinfo`.
@@ -87,6 +90,7 @@ impl View {
             View::OsRelease => "/proc/sys/kernel/osrelease",
             View::KernelVersion => "/proc/sys/kernel/version",
             View::OsType => "/proc/sys/kernel/ostype",
+            View::Cmdline => "/proc/cmdline",
             View::Meminfo => "/proc/meminfo",
             View::Cpuinfo => "/proc/cpuinfo",
             View::Stat => "/proc/stat",
@@ -104,6 +108,7 @@ impl View {
             View::OsRelease => "osrelease",
             View::KernelVersion => "kernel-version",
             View::OsType => "ostype",
+            View::Cmdline => "cmdline",
             View::Meminfo => "meminfo",
             View::Cpuinfo => "cpuinfo",
             View::Stat => "stat",
@@ -115,13 +120,16 @@ impl View {
     }
 }
 
-/// The identity files and their content for release `release`.
-pub fn identity(release: &str) -> [(View, String); 4] {
+/// The identity files and their content for release `release`. The
+/// kernel command line is a plain one naming the virtual kernel's image
+/// (as gVisor's is): the host's carries its boot configuration.
+pub fn identity(release: &str) -> [(View, String); 5] {
     [
         (View::Version, render::version(release, VERSION)),
         (View::OsRelease, format!("{release}\n")),
         (View::KernelVersion, format!("{VERSION}\n")),
         (View::OsType, "Linux\n".into()),
+        (View::Cmdline, format!("BOOT_IMAGE=/boot/vmlinuz-{release} ro quiet\n")),
     ]
 }
 
@@ -186,7 +194,7 @@ mod tests {
         };
         assert!(prepare(&dir, &off).unwrap().is_empty());
         let all = prepare(&dir, &Views::default()).unwrap();
-        assert_eq!(all.len(), 11);
+        assert_eq!(all.len(), 12);
         assert_eq!(
             std::fs::read_to_string(dir.join(DIR).join("osrelease")).unwrap(),
             format!("{RELEASE}\n")
