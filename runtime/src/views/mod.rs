@@ -135,7 +135,7 @@ pub fn identity(release: &str) -> [(View, String); 5] {
 
 /// Writes the view files of a container whose policy says `views` into
 /// its cordon dir `dir` (the identity with its content, the dynamic views
-/// with the host's, for the supervisor to render on open) and returns each host file
+/// empty, for the supervisor to render on open) and returns each host file
 /// with the path inside it goes over. Nothing when `views.proc` is off.
 ///
 /// Errors: a file cannot be written (the error names it).
@@ -149,15 +149,9 @@ pub fn prepare(dir: &Path, views: &Views) -> io::Result<Vec<(PathBuf, &'static s
     if views.identity == Identity::Virtual {
         files.extend(identity(&views.release));
     }
-    // The dynamic views start as the host's file: the supervisor renders
-    // each on open, in place, so its pages exist before the container
-    // runs and a full disk under the state root does not leave a view
-    // empty (a rewrite that cannot allocate keeps the previous text).
-    files.extend(
-        DYNAMIC
-            .iter()
-            .map(|v| (*v, std::fs::read_to_string(v.path()).unwrap_or_default())),
-    );
+    // The dynamic views start empty: the supervisor renders each on open
+    // (an empty file takes no space under the state root until then).
+    files.extend(DYNAMIC.iter().map(|v| (*v, String::new())));
     files
         .into_iter()
         .map(|(view, text)| {
