@@ -158,7 +158,7 @@ pub(crate) fn load(sup: &Supervisor, dirs: Option<&CgroupDirs>, caller: i32) -> 
 /// runnable, all), from its cgroup's thread list (v1 `tasks` of the cpu
 /// or memory hierarchy, v2 `cgroup.threads`) and each `/proc/<tid>/stat`.
 /// The `opener`, waiting for this answer, counts as runnable, as a reader
-/// of the kernel's own file is.
+/// of the kernel's own file is (at least one thread runs whoever opened).
 fn tasks(dirs: &CgroupDirs, opener: i32) -> (usize, usize, usize) {
     let list = [
         dirs.cpu.as_ref().map(|d| d.join("tasks")),
@@ -169,7 +169,7 @@ fn tasks(dirs: &CgroupDirs, opener: i32) -> (usize, usize, usize) {
     .flatten()
     .find_map(|p| std::fs::read_to_string(p).ok())
     .unwrap_or_default();
-    let (mut active, mut running, mut total) = (0, 0, 0);
+    let (mut active, mut running, mut total, mut found) = (0, 0, 0, false);
     for tid in list.lines() {
         let tid = tid.trim();
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{tid}/stat")) else {
@@ -177,6 +177,7 @@ fn tasks(dirs: &CgroupDirs, opener: i32) -> (usize, usize, usize) {
         };
         total += 1;
         let state = if tid.parse() == Ok(opener) {
+            found = true;
             Some('R')
         } else {
             stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())
@@ -189,6 +190,13 @@ fn tasks(dirs: &CgroupDirs, opener: i32) -> (usize, usize, usize) {
             Some('D') => active += 1,
             _ => {}
         }
+    }
+    // A reader whose open the supervisor makes for it (supervisor-level
+    // enforcement), or another thread of the opener, is not `opener`:
+    // whoever reads the file runs, as the kernel's own file always shows.
+    if !found && total > 0 {
+        running = running.max(1);
+        active = active.max(1);
     }
     (active, running, total)
 }
