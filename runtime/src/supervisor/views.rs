@@ -38,14 +38,16 @@ pub(crate) struct Views {
 
 impl Views {
     /// Opens the dynamic view files of cordon dir `dir` and marks them.
-    /// `None` when the policy turns the views off or `create` made none.
+    /// `None` when the policy turns the views off or `create` made none
+    /// (it probes fanotify first: `views::prepare`).
     ///
     /// Errors: fanotify is unavailable (a kernel without
     /// `CONFIG_FANOTIFY_ACCESS_PERMISSIONS`), or a view file cannot be
     /// opened or marked.
     pub(crate) fn open(dir: &Path, views: &crate::policy::model::Views) -> io::Result<Option<Self>> {
         let vdir = dir.join(crate::views::DIR);
-        if !views.proc || !vdir.exists() {
+        // `create` makes no dynamic view where fanotify cannot serve them.
+        if !views.proc || !vdir.join(View::Meminfo.file()).exists() {
             return Ok(None);
         }
         let fan = Fanotify::init(
