@@ -13,3 +13,4 @@ pub mod filter;
 pub mod policy;
 pub mod supervisor;
 pub mod sys;
+pub mod views;

@@ -195,6 +195,13 @@ impl Runtime {
             kernel_enforced: plan.all_kernel,
             trace: self.config.trace,
         };
+        // The view files exist before the supervisor starts: it marks the
+        // dynamic ones as it starts up.
+        let views = if policy.needs_supervisor() {
+            crate::views::prepare(&dir, &policy.views()).map_err(io("write the container's views"))?
+        } else {
+            Vec::new()
+        };
         let sock = if policy.needs_supervisor() {
             // Without a hostname in the spec the container's nodename is the
             // one its UTS namespace started with: the host's.
@@ -293,7 +300,8 @@ impl Runtime {
                 std::fs::set_permissions(&empty, std::os::unix::fs::PermissionsExt::from_mode(0o644))
                     .map_err(io(format!("chmod {}", empty.display())))?;
             }
-            super::harden::after_build(pid.as_raw(), &spec, &mounts, &empty).map_err(io("harden the container"))?;
+            super::harden::after_build(pid.as_raw(), &spec, &mounts, &empty, &views)
+                .map_err(io("harden the container"))?;
         }
         Ok(container)
     }

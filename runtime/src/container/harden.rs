@@ -35,12 +35,21 @@ use crate::policy::levels::{Mount, PlannedMount};
 /// (`mounts`, from `Plan::mounts`: masks, then read-only binds). `empty`
 /// is an empty regular file of the host's that masks files.
 ///
+/// Last, the container's views (`views`: a host file and the path inside
+/// it goes over, from [`crate::views::prepare`]), each a read-only bind.
+///
 /// Errors: the device cgroup cannot be written, or the mount namespace
 /// cannot be entered or a mount fails (the caller removes the container).
-pub fn after_build(pid: i32, spec: &Spec, mounts: &[PlannedMount], empty: &Path) -> io::Result<()> {
+pub fn after_build(
+    pid: i32,
+    spec: &Spec,
+    mounts: &[PlannedMount],
+    empty: &Path,
+    views: &[(PathBuf, &'static str)],
+) -> io::Result<()> {
     device_rules(pid, spec)?;
     cgroup_mounts(pid, spec)?;
-    if mounts.is_empty() {
+    if mounts.is_empty() && views.is_empty() {
         return Ok(());
     }
     // One read-only clone of the empty file per mask, made here, in the
@@ -53,12 +62,37 @@ pub fn after_build(pid: i32, spec: &Spec, mounts: &[PlannedMount], empty: &Path)
             Mount::ReadOnly => Ok(None),
         })
         .collect::<io::Result<Vec<_>>>()?;
+    // Read-only clones of the view files, made in the host's namespace.
+    let view_trees = views
+        .iter()
+        .map(|(file, inside)| {
+            let c = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
+            let tree = crate::sys::open_tree_rdonly(&c)
+                .map_err(|e| io::Error::new(e.kind(), format!("view {}: {e}", file.display())))?;
+            Ok((tree, Path::new(*inside)))
+        })
+        .collect::<io::Result<Vec<_>>>()?;
     in_mount_ns(pid, || {
         mounts
             .iter()
             .zip(&trees)
-            .try_for_each(|(m, tree)| enforce(m, tree.as_ref()))
+            .try_for_each(|(m, tree)| enforce(m, tree.as_ref()))?;
+        view_trees
+            .iter()
+            .try_for_each(|(tree, inside)| view(tree.as_fd(), inside))
     })
+}
+
+/// Mounts the view `tree` over the file `inside`; nothing when the
+/// container has no such file (no `/sys` mount, say).
+fn view(tree: std::os::fd::BorrowedFd<'_>, inside: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(inside) {
+        Ok(st) if st.is_file() => crate::sys::move_mount_to(tree, inside)
+            .map_err(|e| io::Error::new(e.kind(), format!("view over {}: {e}", inside.display()))),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", inside.display()))),
+    }
 }
 
 /// Runs `f` on a thread of its own in the mount namespace of host pid

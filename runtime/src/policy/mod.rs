@@ -400,6 +400,13 @@ impl Policy {
                 "emulate cannot be a default action: only some syscalls can be emulated".into(),
             ));
         }
+        let release = &file.views.release;
+        if release.is_empty() || release.len() > 64 || !release.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(invalid(
+                "views.release".into(),
+                format!("{release:?}: 1 to 64 printable ASCII characters without spaces"),
+            ));
+        }
         let default_errno = errno_of("default_errno", &file.default_errno)?;
         let mut rules: BTreeMap<u32, Vec<Rule>> = BTreeMap::new();
         for (i, r) in file.syscalls.iter().enumerate() {
@@ -630,6 +637,20 @@ impl Policy {
         }
     }
 
+    /// The views a container under this policy gets: the policy's
+    /// `[views]`, with no views at all without a supervisor (nothing
+    /// would keep them fresh) and the host's identity when `uname` is not
+    /// emulated (the /proc identity files agree with what `uname` shows).
+    pub fn views(&self) -> model::Views {
+        let mut v = self.source.views.clone();
+        v.proc &= self.needs_supervisor();
+        let uname = table::number("uname").map(|nr| self.decide(nr, &[0; 6]).0);
+        if uname != Some(Action::Emulate) {
+            v.identity = model::Identity::Host;
+        }
+        v
+    }
+
     /// Whether any rule can send a syscall to the supervisor.
     pub fn needs_supervisor(&self) -> bool {
         matches!(self.default_action, Action::Audit)
@@ -801,6 +822,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn views_keys() {
+        let p = Policy::from_toml("name = 't'\n", "t").unwrap();
+        assert!(p.source.views.proc && p.source.views.identity == model::Identity::Virtual);
+        assert_eq!(p.source.views.release, crate::views::RELEASE);
+        let p = Policy::from_toml(
+            "name = 't'\n[views]\nproc = false\nidentity = 'host'\nrelease = '5.15.0-x'\n",
+            "t",
+        )
+        .unwrap();
+        assert!(!p.source.views.proc && p.source.views.identity == model::Identity::Host);
+        assert_eq!(p.source.views.release, "5.15.0-x");
+        let e = Policy::from_toml("name = 't'\n[views]\nrelease = 'a b'\n", "t").unwrap_err();
+        assert!(e.to_string().contains("views.release"), "{e}");
+        let e = Policy::from_toml("name = 't'\n[views]\nprocs = false\n", "t").unwrap_err();
+        assert!(e.to_string().contains("procs"), "{e}");
+        assert!(!Policy::load("permissive").unwrap().source.views.proc);
+        assert_eq!(Policy::load("default").unwrap().views(), model::Views::default());
+        // Without an emulated uname the identity files would disagree
+        // with it: the host's identity; without a supervisor, no views.
+        let p = Policy::from_toml(
+            "name = 't'\nextends = 'none'\n[[syscall]]\nnames = ['sysinfo']\naction = 'emulate'\n",
+            "t",
+        )
+        .unwrap();
+        assert!(p.views().proc && p.views().identity == model::Identity::Host);
+        let p = Policy::from_toml("name = 't'\nextends = 'none'\n", "t").unwrap();
+        assert!(!p.views().proc);
     }
 
     #[test]

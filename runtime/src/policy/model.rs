@@ -178,6 +178,70 @@ pub struct PolicyFile {
     /// Verdict for destinations no network rule matches.
     #[serde(default = "default_net_allow")]
     pub net_default: NetAction,
+    /// What the container sees of the machine (`[views]`).
+    #[serde(default, skip_serializing_if = "Views::is_default")]
+    pub views: Views,
+}
+
+/// Whose kernel identity the container sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Identity {
+    /// The virtual one: `release`, in `uname` and the /proc files alike.
+    #[default]
+    Virtual,
+    /// The host's: `uname` and /proc show the host's kernel.
+    Host,
+}
+
+/// The `[views]` table: the container's view of the machine (its
+/// `/proc` and kernel identity). Every key is optional.
+///
+/// ```toml
+/// [views]
+/// proc = true                 # /proc and /sys views sized to the cgroup
+/// identity = "virtual"        # virtual | host
+/// release = "6.1.0-cordon"    # the virtual kernel release
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Views {
+    /// Whether the /proc and /sys views are mounted (meminfo, cpuinfo,
+    /// stat, uptime, loadavg, swaps, cpu/online, and the identity files).
+    #[serde(default = "default_true")]
+    pub proc: bool,
+    /// Whose kernel identity `uname` and the /proc identity files show.
+    #[serde(default)]
+    pub identity: Identity,
+    /// The virtual kernel release (`uname -r`, `/proc/sys/kernel/osrelease`,
+    /// `/proc/version`); at most 64 bytes of printable ASCII.
+    #[serde(default = "default_release")]
+    pub release: String,
+}
+
+impl Default for Views {
+    fn default() -> Self {
+        Views {
+            proc: true,
+            identity: Identity::Virtual,
+            release: default_release(),
+        }
+    }
+}
+
+impl Views {
+    /// Whether this is the default (on, virtual, the default release).
+    pub fn is_default(&self) -> bool {
+        *self == Views::default()
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_release() -> String {
+    crate::views::RELEASE.to_string()
 }
 
 fn default_allow() -> Action {

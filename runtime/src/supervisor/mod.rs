@@ -19,6 +19,7 @@ mod notify;
 mod ptrace;
 pub mod syscalls;
 pub mod task;
+pub(crate) mod views;
 mod watchdog;
 
 use std::io::Write;
@@ -92,8 +93,17 @@ pub struct Supervisor {
     pub audit: audit::AuditLog,
     /// Hostname shown by the emulated uname.
     pub hostname: String,
+    /// Kernel release and version shown by the emulated uname (the
+    /// policy's `[views]`: virtual, or the host's).
+    pub identity: (String, String),
+    /// Host pid of the container's init, once it attached (the views are
+    /// sized to its cgroups).
+    pub init: std::sync::OnceLock<i32>,
     /// When the supervisor started, as the container's boot time.
     pub started: Instant,
+    /// The container's load averages (1, 5, 15 minutes) and when they
+    /// were last updated (`views::load`).
+    pub(crate) loads: std::sync::Mutex<(Instant, [f64; 3])>,
     /// Handlers now running on their own thread (calls that may block).
     pub blocking: std::sync::atomic::AtomicUsize,
     /// Answers being sent and recorded now ([`Supervisor::answering`]).
@@ -130,6 +140,22 @@ impl Supervisor {
         while self.answering.load(std::sync::atomic::Ordering::SeqCst) > 0 && Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+    }
+}
+
+/// The kernel release and version the emulated uname shows under
+/// `views`: the virtual ones, or the host's (`identity = "host"`).
+fn identity(views: &crate::policy::model::Views) -> (String, String) {
+    match views.identity {
+        crate::policy::model::Identity::Virtual => (views.release.clone(), crate::views::VERSION.to_string()),
+        crate::policy::model::Identity::Host => nix::sys::utsname::uname()
+            .map(|u| {
+                (
+                    u.release().to_string_lossy().into_owned(),
+                    u.version().to_string_lossy().into_owned(),
+                )
+            })
+            .unwrap_or_else(|_| (views.release.clone(), crate::views::VERSION.to_string())),
     }
 }
 
@@ -170,12 +196,19 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     task::pin(policy.pins_user_namespace(), policy.pins_root());
     let watchdog = watchdog::spawn(&opts.id).map_err(io_err("start watchdog"))?;
     let dir_watch = lifetime::watch_removal(&opts.dir).map_err(io_err("watch the state directory"))?;
+    let identity = identity(&policy.views());
+    // fanotify_init and the marks are not in the confined supervisor's
+    // allow-list: set up before it confines itself.
+    let views = views::Views::open(&opts.dir, &policy.views()).map_err(io_err("watch the views"))?;
     confine::confine(ptrace).map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
     let sup = Arc::new(Supervisor {
         policy,
         audit,
         hostname: opts.hostname.clone(),
+        identity,
+        init: std::sync::OnceLock::new(),
         started: Instant::now(),
+        loads: std::sync::Mutex::new((Instant::now(), [0.0; 3])),
         blocking: std::sync::atomic::AtomicUsize::new(0),
         answering: std::sync::atomic::AtomicUsize::new(0),
         emulates_files: !opts.enforcement.starts_with("kernel"),
@@ -198,6 +231,9 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         "started",
     );
     lifetime::exit_when_removed(dir_watch, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
+    if let Some(views) = views {
+        views::serve(views, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
+    }
     let tracer = if ptrace {
         Some(Arc::new(
             ptrace::Tracer::start(Arc::clone(&sup)).map_err(io_err("start the tracer"))?,
@@ -383,6 +419,9 @@ fn attach(
         }
     };
     if att.role == handshake::Role::Init {
+        if let Ok(pid) = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()) {
+            let _ = sup.init.set(pid);
+        }
         if let Some(wd) = watchdog {
             let _ = watchdog::arm(&wd, att.pidfd.as_fd());
             // Keep the watchdog connection open for the process lifetime.

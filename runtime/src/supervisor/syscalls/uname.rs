@@ -1,13 +1,13 @@
 //! uname(2): a virtual kernel identity, so the host's kernel version (which
 //! tells an attacker which exploits apply) and its hostname do not leak.
 
+//! The release and version come from the policy's `[views]`
+//! ([`crate::views`]): the virtual release (or the host's with `identity =
+//! "host"`), the same the container's `/proc/version` and
+//! `/proc/sys/kernel/osrelease` show.
+
 use super::{Ctx, Outcome, Reply};
 use crate::sys;
-
-/// The release the container sees.
-pub const RELEASE: &str = "6.1.0-cordon";
-/// The version string the container sees.
-pub const VERSION: &str = "#1 SMP PREEMPT_DYNAMIC cordon";
 
 fn fill(field: &mut [libc::c_char; 65], s: &str) {
     for (d, b) in field.iter_mut().zip(s.bytes().take(64)) {
@@ -21,15 +21,16 @@ pub fn uname(ctx: &Ctx<'_>) -> Outcome {
     let mut u = utsname_zeroed();
     fill(&mut u.sysname, "Linux");
     fill(&mut u.nodename, &ctx.sup.hostname);
-    fill(&mut u.release, RELEASE);
-    fill(&mut u.version, VERSION);
+    let (release, version) = &ctx.sup.identity;
+    fill(&mut u.release, release);
+    fill(&mut u.version, version);
     fill(&mut u.machine, "x86_64");
     fill(&mut u.domainname, domainname());
     let reply = match sys::write_mem(ctx.pid(), ctx.arg(0), sys::pod_bytes(&u)) {
         Ok(()) => Reply::Value(0),
         Err(_) => Reply::Errno(libc::EFAULT),
     };
-    Outcome::new(reply, "emulate", format!("release {RELEASE}"))
+    Outcome::new(reply, "emulate", format!("release {release}"))
 }
 
 /// The container's domain name, as `create` passed it
