@@ -131,7 +131,11 @@ impl Runtime {
         // Path rules the container's mounts enforce leave the file
         // syscalls in the kernel (policy/levels.rs).
         let plan = plan_on(&full, enforcement, &bundle, &spec);
-        let policy = if plan.all_kernel { full.kernel_enforced() } else { full };
+        let policy = if plan.all_kernel {
+            full.kernel_enforced(plan.guards_renames())
+        } else {
+            full
+        };
         // What the filter sends to the supervisor; the supervisor decides
         // from the policy itself.
         let policy = if trace { policy.traced() } else { policy };
@@ -193,6 +197,7 @@ impl Runtime {
             supervisor_pid: None,
             fallback: fallback.clone(),
             kernel_enforced: plan.all_kernel,
+            guard_renames: plan.guards_renames(),
             trace: self.config.trace,
         };
         // The view files exist before the supervisor starts: it marks the
@@ -390,7 +395,7 @@ impl Runtime {
         // The filter of the container's init: file syscalls left to the
         // kernel when its mounts enforce the path rules.
         let policy = if meta.kernel_enforced {
-            policy.kernel_enforced()
+            policy.kernel_enforced(meta.guard_renames)
         } else {
             policy
         };

@@ -143,6 +143,10 @@ pub struct Meta {
     /// syscalls then stay in the kernel; policy/levels.rs).
     #[serde(default)]
     pub kernel_enforced: bool,
+    /// With `kernel_enforced`: renames still go to the supervisor (a mount
+    /// protects a path of the rootfs or a volume; `Plan::guards_renames`).
+    #[serde(default)]
+    pub guard_renames: bool,
     /// Trace mode: the filter sends the policy's refusals to the
     /// supervisor, which records them (`cordon --trace`).
     #[serde(default)]

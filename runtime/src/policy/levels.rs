@@ -124,6 +124,13 @@ impl Plan {
         }
     }
 
+    /// Whether a mount protects a path of the rootfs or a volume (a
+    /// `required` one): renames then stay with the supervisor (see
+    /// [`Policy::kernel_enforced`]).
+    pub fn guards_renames(&self) -> bool {
+        self.all_kernel && self.choices.iter().any(|c| c.required)
+    }
+
     /// The mounts to make, masks first (a read-only bind made after them
     /// carries them along).
     pub fn mounts(&self) -> Vec<PlannedMount> {
@@ -143,6 +150,9 @@ impl Plan {
         m
     }
 }
+
+/// The calls that rename a directory entry.
+const RENAMES: [&str; 3] = ["rename", "renameat", "renameat2"];
 
 /// One mount of the kernel level, for the runtime to make.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -335,8 +345,19 @@ impl Policy {
     /// `all_kernel`). `audit` rules stay: a policy that records every call
     /// still sees them. The network and identity emulation (connect,
     /// sendto, sendmsg, uname, sysinfo) stays.
-    pub fn kernel_enforced(&self) -> Policy {
-        let kept = ["connect", "sendto", "sendmsg", "uname", "sysinfo"];
+    ///
+    /// With `guard_renames` (the plan mounts over a path of the rootfs or a
+    /// volume, [`Plan::guards_renames`]) the rename family stays with the
+    /// supervisor: a mount point cannot be renamed, but a directory above
+    /// it can, and on a volume that outlives the container the protected
+    /// object would then sit at a path the rules no longer name for the
+    /// next container. The supervisor refuses renaming a directory above
+    /// anything a restrictive rule can match, as at the supervisor level.
+    pub fn kernel_enforced(&self, guard_renames: bool) -> Policy {
+        let mut kept = vec!["connect", "sendto", "sendmsg", "uname", "sysinfo"];
+        if guard_renames {
+            kept.extend(RENAMES);
+        }
         let file_nrs: Vec<u32> = EMULATED
             .iter()
             .filter(|n| !kept.contains(n))
@@ -458,7 +479,7 @@ mod tests {
         assert_eq!(mounts.iter().filter(|m| m.1 == "/sys").count(), 1, "deduplicated");
         assert!(mounts.iter().position(|m| m.0 == Mount::ReadOnly) > mounts.iter().rposition(|m| m.0 == Mount::Mask));
         // Its file syscalls then stay in the kernel; the network does not.
-        let k = p.kernel_enforced();
+        let k = p.kernel_enforced(false);
         let nr = |n| table::number(n).unwrap();
         assert_eq!(k.decide(nr("openat"), &[0; 6]).0, Action::Allow);
         assert_eq!(k.decide(nr("fchmod"), &[0; 6]).0, Action::Allow);
