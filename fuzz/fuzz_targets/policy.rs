@@ -162,11 +162,15 @@ fn structured(data: &[u8]) -> PolicyFile {
         let args = (0..nargs)
             .map(|_| {
                 let op = [ArgOp::Eq, ArgOp::Ne, ArgOp::MaskedEq][usize::from(b.u8() % 3)];
+                // A masked_eq that can decide: a mask, and a value within it
+                // (policy validation refuses the others).
+                let mask = if op == ArgOp::MaskedEq { b.u64() | 1 } else { 0 };
+                let value = b.u64();
                 ArgMatch {
                     index: b.u8() % 6,
                     op,
-                    mask: if op == ArgOp::MaskedEq { b.u64() } else { 0 },
-                    value: b.u64(),
+                    mask,
+                    value: if op == ArgOp::MaskedEq { value & mask } else { value },
                 }
             })
             .collect();

@@ -122,6 +122,36 @@ pub struct Choice {
     pub platform: String,
     /// Enforcement level.
     pub enforcement: Enforcement,
+    /// Whether the policy came from the container's annotation (its
+    /// errors are then told without the file's words: [`quiet`]).
+    pub policy_from_annotation: bool,
+}
+
+/// A policy error for whoever wrote the annotation that chose the file:
+/// where (the rule, or the line and column) but none of the file's words,
+/// which a parser's message may quote (an unknown key, a value).
+pub fn quiet(e: crate::policy::PolicyError) -> crate::policy::PolicyError {
+    use crate::policy::PolicyError;
+    const HINT: &str = "not a valid policy (`cordon policy check` on the node tells more)";
+    match e {
+        PolicyError::Parse { path, msg } => {
+            let at = msg
+                .strip_prefix("line ")
+                .and_then(|m| m.split_once(':'))
+                .map(|(pos, _)| format!("line {pos}: "))
+                .unwrap_or_default();
+            PolicyError::Parse {
+                path,
+                msg: format!("{at}{HINT}"),
+            }
+        }
+        PolicyError::Invalid { policy, rule, .. } => PolicyError::Invalid {
+            policy,
+            rule,
+            msg: HINT.into(),
+        },
+        other => other,
+    }
 }
 
 fn refused(msg: String) -> ConfigError {
@@ -141,7 +171,7 @@ impl AnnotationGate {
             if !KEYS.iter().any(|key| key.name == k.as_str()) {
                 let known: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
                 return Err(refused(format!(
-                    "annotation {k}: unknown key (cordon reads {})",
+                    "annotation {k:?}: unknown key (cordon reads {})",
                     known.join(", ")
                 )));
             }
@@ -151,6 +181,7 @@ impl AnnotationGate {
                 )));
             }
         }
+        let policy_from_annotation = annotations.contains_key(POLICY);
         let policy = match annotations.get(POLICY) {
             None => config.policy.clone(),
             Some(v) => self.policy(v)?,
@@ -176,6 +207,7 @@ impl AnnotationGate {
             policy,
             platform,
             enforcement,
+            policy_from_annotation,
         })
     }
 
@@ -190,19 +222,23 @@ impl AnnotationGate {
             if self.policies.iter().any(|p| p == value) {
                 return Ok(value.to_string());
             }
-        } else if value.starts_with('/') {
-            // Resolved before it is compared, so neither `..` nor a symlink
-            // leads out of an allowed directory. A path that does not
-            // resolve gets the same answer as one outside: whether a host
-            // file exists is none of the container's business.
-            if let Ok(real) = std::fs::canonicalize(value) {
-                if self
-                    .policies
+        } else if normalised(value) {
+            // Only a normalised path (no `.`, `..`, `//`, trailing `/`) that
+            // names an allowed place as written is looked up at all, so no
+            // answer depends on what exists elsewhere on the host. It is
+            // then resolved (symlinks) and compared again, so no link leads
+            // out of an allowed directory.
+            let allowed = |p: &Path| {
+                self.policies
                     .iter()
-                    .filter(|p| p.starts_with('/'))
-                    .any(|p| beneath(&real, Path::new(p)))
-                {
-                    return Ok(real.to_string_lossy().into_owned());
+                    .filter(|e| e.starts_with('/'))
+                    .any(|e| beneath(p, Path::new(e)))
+            };
+            if allowed(Path::new(value)) {
+                if let Ok(real) = std::fs::canonicalize(value) {
+                    if allowed(&real) {
+                        return Ok(real.to_string_lossy().into_owned());
+                    }
                 }
             }
         }
@@ -211,6 +247,15 @@ impl AnnotationGate {
             describe(&self.policies)
         )))
     }
+}
+
+/// Whether `path` is absolute and normalised: no empty, `.` or `..`
+/// component, no trailing `/`, no control character.
+fn normalised(path: &str) -> bool {
+    path.len() > 1
+        && path.starts_with('/')
+        && path[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+        && !path.chars().any(char::is_control)
 }
 
 /// Whether `real` (resolved) is the file `entry` or lies beneath the
@@ -325,9 +370,55 @@ mod tests {
     }
 
     #[test]
+    fn errors_of_an_annotated_policy_keep_the_place_not_the_words() {
+        let e = crate::policy::Policy::from_toml("name = \"p\"\nTOPSECRET_KEY = 1\n", "/p.toml").unwrap_err();
+        assert!(e.to_string().contains("TOPSECRET_KEY"), "the parser names it: {e}");
+        let q = quiet(e).to_string();
+        assert!(q.contains("line 2, column 1") && !q.contains("TOPSECRET"), "{q}");
+        let e = crate::policy::Policy::from_toml(
+            "name = \"p\"\n[[syscall]]\nnames = [\"TOPSECRET\"]\naction = \"deny\"\n",
+            "/p.toml",
+        )
+        .unwrap_err();
+        let q = quiet(e).to_string();
+        assert!(q.contains("syscall[0].names[0]") && !q.contains("TOPSECRET"), "{q}");
+    }
+
+    #[test]
+    fn nothing_outside_an_allowed_place_is_looked_up() {
+        let dir = std::env::temp_dir().join(format!("cordon-gate-oracle-{}", std::process::id()));
+        let allowed = dir.join("policies");
+        std::fs::create_dir_all(allowed.join("team")).unwrap();
+        std::fs::write(allowed.join("team/p.toml"), "").unwrap();
+        let g = AnnotationGate {
+            policies: vec![format!("{}/", allowed.display())],
+            ..Default::default()
+        };
+        // `..` through a directory that exists, and through one that does
+        // not: the same refusal, so the answer says nothing of either.
+        let through = |d: &str| format!("{d}/../../{}", allowed.join("team/p.toml").display());
+        let exists = choose(&g, &[(POLICY, &through("/tmp/x"))]).unwrap_err();
+        let missing = choose(&g, &[(POLICY, &through("/no-such-dir/x"))]).unwrap_err();
+        assert_eq!(exists.replace("/tmp/x", "D"), missing.replace("/no-such-dir/x", "D"));
+        for odd in ["//x", "/a/./b", "/a/", "/a\nb"] {
+            assert!(choose(&g, &[(POLICY, odd)]).is_err(), "{odd:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn unknown_keys_are_refused_with_the_known_ones() {
         let e = choose(&AnnotationGate::default(), &[("org.cordon.polcy", "audit")]).unwrap_err();
         assert!(e.contains("org.cordon.polcy") && e.contains("org.cordon.policy"), "{e}");
+        // A key is quoted, so a newline or an escape sequence in it stays in
+        // its one line.
+        let e = choose(
+            &AnnotationGate::default(),
+            &[("org.cordon.x\nfake: line\u{1b}[31m", "1")],
+        )
+        .unwrap_err();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(!e.contains('\u{1b}'), "{e}");
         // Other prefixes are not cordon's business.
         assert!(choose(&AnnotationGate::default(), &[("org.cordonx", "1"), ("io.k8s.x", "y")]).is_ok());
     }

@@ -840,7 +840,7 @@ fn annotations_choose_only_what_the_admin_allows() {
     let out = env.run(&unique("gate-typo"));
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("org.cordon.polcy: unknown key") && stderr(&out).contains("org.cordon.policy"),
+        stderr(&out).contains("\"org.cordon.polcy\": unknown key") && stderr(&out).contains("org.cordon.policy"),
         "{}",
         stderr(&out)
     );

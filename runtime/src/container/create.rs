@@ -119,8 +119,15 @@ impl Runtime {
             policy: policy_name,
             platform,
             enforcement,
+            policy_from_annotation,
         } = self.choose(&spec)?;
-        let full = Policy::load(&policy_name)?;
+        let full = Policy::load(&policy_name).map_err(|e| {
+            if policy_from_annotation {
+                crate::annotations::quiet(e)
+            } else {
+                e
+            }
+        })?;
         // Trace mode sees every open: path rules stay in the supervisor.
         let trace = self.config.trace;
         let enforcement = if trace {

@@ -318,14 +318,15 @@ impl Policy {
         Plan { choices, all_kernel }
     }
     /// The policy the BPF filter is compiled from in trace mode: every
-    /// refusal (a `deny` or `kill` rule, a refusing default action) goes to
-    /// the supervisor instead, which takes the same decision from the
-    /// policy itself and records it with its rule. The caller sees what it
-    /// would have seen (the same errno, the same kill); the difference is a
-    /// round trip and a record. Unknown syscall numbers keep their ENOSYS
-    /// in BPF.
+    /// `deny` (a rule or a denying default action) goes to the supervisor
+    /// instead, which takes the same decision from the policy itself and
+    /// records it with its rule. The caller sees the same errno; the
+    /// difference is a round trip and a record. `kill` stays in BPF: only
+    /// the kernel kills the whole process with SIGSYS at the call (a
+    /// signal from the supervisor could be caught, or miss a thread).
+    /// Unknown syscall numbers keep their ENOSYS in BPF.
     pub fn traced(&self) -> Policy {
-        let refuses = |a: Action| matches!(a, Action::Deny | Action::Kill);
+        let refuses = |a: Action| a == Action::Deny;
         let mut p = self.clone();
         for r in p.rules.values_mut().flatten() {
             if refuses(r.action) {
@@ -381,6 +382,25 @@ mod tests {
 
     fn kernel_fs() -> Vec<String> {
         vec!["/proc".into(), "/sys".into()]
+    }
+
+    #[test]
+    fn trace_mode_sends_denials_and_leaves_kills_to_the_kernel() {
+        let p = Policy::from_toml(
+            "name = \"t\"\n[[syscall]]\nnames = [\"getpgid\"]\naction = \"kill\"\n\
+             [[syscall]]\nnames = [\"acct\"]\naction = \"deny\"\n",
+            "t",
+        )
+        .unwrap();
+        let t = p.traced();
+        let nr = |n| table::number(n).unwrap();
+        assert_eq!(t.decide(nr("getpgid"), &[0; 6]).0, Action::Kill);
+        assert_eq!(t.decide(nr("acct"), &[0; 6]).0, Action::Audit);
+        assert_eq!(
+            p.decide(nr("acct"), &[0; 6]),
+            (Action::Deny, libc::EPERM),
+            "the supervisor's own copy decides"
+        );
     }
 
     #[test]

@@ -333,9 +333,15 @@ impl Policy {
             source,
         })?;
         if name_or_path.ends_with(".json") {
-            let file: PolicyFile = serde_json::from_str(&text).map_err(|e| PolicyError::Parse {
-                path: name_or_path.to_string(),
-                msg: e.to_string(),
+            let file: PolicyFile = serde_json::from_str(&text).map_err(|e| {
+                let full = e.to_string();
+                let what = full
+                    .strip_suffix(&format!(" at line {} column {}", e.line(), e.column()))
+                    .unwrap_or(&full);
+                PolicyError::Parse {
+                    path: name_or_path.to_string(),
+                    msg: format!("line {}, column {}: {what}", e.line(), e.column()),
+                }
             })?;
             Self::compile(file, name_or_path)
         } else {
@@ -435,6 +441,21 @@ impl Policy {
                     return Err(invalid(
                         format!("{at}.args[{j}].mask"),
                         "only masked_eq takes a mask".into(),
+                    ));
+                }
+                if a.op == model::ArgOp::MaskedEq && a.mask == 0 {
+                    return Err(invalid(
+                        format!("{at}.args[{j}].mask"),
+                        "masked_eq needs a mask (0, or none, makes the condition hold for any value)".into(),
+                    ));
+                }
+                if a.op == model::ArgOp::MaskedEq && a.value & !a.mask != 0 {
+                    return Err(invalid(
+                        format!("{at}.args[{j}].value"),
+                        format!(
+                            "{:#x} has bits outside the mask {:#x}: the condition never holds",
+                            a.value, a.mask
+                        ),
                     ));
                 }
             }
@@ -724,6 +745,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("extends") && e.contains("\"none\""), "{e}");
+    }
+
+    #[test]
+    fn masked_eq_conditions_that_cannot_decide_are_refused() {
+        let rule = |cond: &str| {
+            Policy::from_toml(
+                &format!("name = \"m\"\n[[syscall]]\nnames = [\"socket\"]\naction = \"deny\"\nargs = [{cond}]\n"),
+                "m",
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        assert!(rule("{ index = 0, op = \"masked_eq\", value = 16 }")
+            .unwrap_err()
+            .contains("args[0].mask"));
+        assert!(rule("{ index = 0, op = \"masked_eq\", mask = 15, value = 23 }")
+            .unwrap_err()
+            .contains("args[0].value"));
+        assert!(rule("{ index = 0, op = \"masked_eq\", mask = 0xffffffff, value = 16 }").is_ok());
     }
 
     #[test]

@@ -195,6 +195,21 @@ pub struct Retention {
 fn yes() -> bool {
     true
 }
+
+/// The part of a kept trail's file name that names container `id`: the id
+/// itself, or for an id too long for a file name with the time beside it
+/// (ids go up to 255 bytes), its first 180 bytes and a hash of the whole.
+fn stem(id: &str) -> String {
+    if id.len() <= 200 {
+        return id.to_string();
+    }
+    // FNV-1a (64 bits): stable across builds, unlike std's hasher.
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{}~{hash:016x}", &id[..180])
+}
+
 fn default_dir() -> PathBuf {
     PathBuf::from("/var/log/cordon")
 }
@@ -230,7 +245,7 @@ impl Retention {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_nanos();
-        let dest = self.dir.join(format!("{id}@{now}.jsonl"));
+        let dest = self.dir.join(format!("{}@{now}.jsonl", stem(id)));
         let mut out = OpenOptions::new()
             .create_new(true)
             .write(true)
@@ -274,7 +289,7 @@ impl Retention {
 
     /// The newest kept trail of container `id`, if any.
     pub fn find(&self, id: &str) -> Option<PathBuf> {
-        let prefix = format!("{id}@");
+        let prefix = format!("{}@", stem(id));
         std::fs::read_dir(&self.dir)
             .ok()?
             .flatten()
@@ -352,6 +367,11 @@ mod tests {
         std::fs::write(&old, "x\n").unwrap();
         r.prune().unwrap();
         assert!(!old.exists());
+        // An id of 255 bytes is kept and found too.
+        let long = "L".repeat(255);
+        let kept_long = r.archive(&trail, &long).unwrap().unwrap();
+        assert_eq!(r.find(&long), Some(kept_long));
+        assert_eq!(r.find(&"L".repeat(254)), None);
         // Not kept when the config says so, or without a trail.
         let off = Retention {
             keep: false,
