@@ -163,6 +163,27 @@ fn uname_domainname_follows_the_spec() {
     assert_eq!(lines, [host.trim()]);
 }
 
+/// The emulated uname's nodename follows a sethostname inside (with
+/// CAP_SYS_ADMIN), as the kernel's does and `/proc/sys/kernel/hostname`
+/// shows; the release stays virtual.
+#[test]
+fn uname_nodename_follows_sethostname() {
+    let mut env = Env::busybox(&[]);
+    env.config["hostname"] = json!("before");
+    for set in ["bounding", "effective", "permitted"] {
+        env.config["process"]["capabilities"][set]
+            .as_array_mut()
+            .unwrap()
+            .push(json!("CAP_SYS_ADMIN"));
+    }
+    let lines = sh(
+        &env,
+        &unique("sethost"),
+        "uname -n; hostname after; uname -n; cat /proc/sys/kernel/hostname; uname -r",
+    );
+    assert_eq!(lines, ["before", "after", "after", "6.1.0-cordon"]);
+}
+
 #[test]
 fn sysinfo_reports_the_cgroup_memory_limit() {
     let mut env = Env::busybox(&[]);

@@ -120,6 +120,8 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_faccessat,
     libc::SYS_faccessat2,
     libc::SYS_umask,
+    // The emulated uname reads the caller's names in its UTS namespace.
+    libc::SYS_uname,
     libc::SYS_poll,
     libc::SYS_ppoll,
     libc::SYS_ioctl,
@@ -183,10 +185,22 @@ fn program(
             .map_err(|e| ConfineError::Build(e.to_string()))?;
         seccompiler::SeccompRule::new(vec![c]).map_err(|e| ConfineError::Build(e.to_string()))
     };
+    // setns(fd, CLONE_NEWUTS) alone, for the thread that reads a
+    // caller's hostname and domain name in its UTS namespace for the
+    // emulated uname (syscalls/uname.rs): that namespace holds nothing but
+    // the two names. Any other setns kills the process.
+    let new_uts = |op| -> Result<seccompiler::SeccompRule, ConfineError> {
+        let c =
+            seccompiler::SeccompCondition::new(1, seccompiler::SeccompCmpArgLen::Dword, op, libc::CLONE_NEWUTS as u64)
+                .map_err(|e| ConfineError::Build(e.to_string()))?;
+        seccompiler::SeccompRule::new(vec![c]).map_err(|e| ConfineError::Build(e.to_string()))
+    };
     if matched == SeccompAction::KillProcess {
         map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Ne)?]);
+        map.insert(libc::SYS_setns, vec![new_uts(seccompiler::SeccompCmpOp::Ne)?]);
     } else {
         map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Eq)?]);
+        map.insert(libc::SYS_setns, vec![new_uts(seccompiler::SeccompCmpOp::Eq)?]);
     }
     let filter = SeccompFilter::new(map, mismatch, matched, TargetArch::x86_64)
         .map_err(|e| ConfineError::Build(e.to_string()))?;

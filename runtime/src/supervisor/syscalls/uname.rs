@@ -20,17 +20,45 @@ pub fn uname(ctx: &Ctx<'_>) -> Outcome {
     // SAFETY-free: utsname is plain data; start from zeroes (NUL padding).
     let mut u = utsname_zeroed();
     fill(&mut u.sysname, "Linux");
-    fill(&mut u.nodename, &ctx.sup.hostname);
+    // The names the caller's UTS namespace holds now (the config's, or
+    // what a sethostname/setdomainname inside made of them), else the
+    // config's.
+    let (node, domain) =
+        names_in_uts_of(ctx.pid()).unwrap_or_else(|| (ctx.sup.hostname.clone(), domainname().to_string()));
+    fill(&mut u.nodename, &node);
     let (release, version) = &ctx.sup.identity;
     fill(&mut u.release, release);
     fill(&mut u.version, version);
     fill(&mut u.machine, "x86_64");
-    fill(&mut u.domainname, domainname());
+    fill(&mut u.domainname, &domain);
     let reply = match sys::write_mem(ctx.pid(), ctx.arg(0), sys::pod_bytes(&u)) {
         Ok(()) => Reply::Value(0),
         Err(_) => Reply::Errno(libc::EFAULT),
     };
     Outcome::new(reply, "emulate", format!("release {release}"))
+}
+
+/// The nodename and domain name in the UTS namespace of thread `pid`: a
+/// thread of ours joins that namespace (setns `CLONE_NEWUTS`, the one
+/// namespace the supervisor's own filter lets it enter: it holds only the
+/// two names) and calls uname(2). `None` when the namespace cannot be
+/// opened or joined.
+fn names_in_uts_of(pid: i32) -> Option<(String, String)> {
+    use std::os::fd::AsFd;
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/uts")).ok()?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::setns(ns.as_fd(), nix::sched::CloneFlags::CLONE_NEWUTS).ok()?;
+            let u = nix::sys::utsname::uname().ok()?;
+            Some((
+                u.nodename().to_string_lossy().into_owned(),
+                u.domainname().to_string_lossy().into_owned(),
+            ))
+        })
+        .join()
+        .ok()
+        .flatten()
+    })
 }
 
 /// The container's domain name, as `create` passed it
