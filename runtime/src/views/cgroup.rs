@@ -31,8 +31,14 @@ impl CgroupDirs {
     /// this process's mountinfo. `None` when the task is gone.
     pub fn of(pid: i32) -> Option<Self> {
         let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-        Some(Self::from_texts(&cgroup, &mountinfo))
+        // Where this process sees the cgroup hierarchies: read once (a
+        // host's mountinfo can run to thousands of lines, and the
+        // supervisor asks on every emulated sysinfo and view it renders).
+        static MOUNTINFO: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+        let mountinfo = MOUNTINFO
+            .get_or_init(|| std::fs::read_to_string("/proc/self/mountinfo").ok())
+            .as_deref()?;
+        Some(Self::from_texts(&cgroup, mountinfo))
     }
 
     /// [`CgroupDirs::of`] on the texts of `/proc/<pid>/cgroup` and
