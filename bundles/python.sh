@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build an OCI bundle whose rootfs is a Debian bookworm "minbase" system with
-# python3 installed.
+# python3 and procps (free, top, ps: the /proc views are tested with them)
+# installed.
 #
 # usage: bundles/python.sh OUTDIR CORDON_BIN
 #
@@ -14,7 +15,7 @@
 #   DEBIAN_MIRROR  mirror for debootstrap (default http://deb.debian.org/debian)
 #
 # The debootstrapped rootfs is cached in bundles/cache/python-rootfs (next to
-# this script); debootstrap only runs when the cache has no usr/bin/python3.
+# this script); debootstrap only runs when the cache lacks one of CACHE_NEEDS.
 # It runs into a temporary directory that is renamed into place on success, so
 # an interrupted run never leaves a half-built cache. OUTDIR/rootfs is a copy
 # of the cache, reused as long as its stamp matches the cache's id.
@@ -35,6 +36,9 @@ CACHE="$CACHE_ROOT/python-rootfs"
 CACHE_ID_FILE="$CACHE/.cordon-cache-id"
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
+# What the cache must hold; a cache without one of these is rebuilt.
+PACKAGES=python3,procps
+CACHE_NEEDS=(usr/bin/python3 usr/bin/free usr/bin/top)
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap and ownership of the rootfs need it)"
 command -v jq >/dev/null || die "jq not found (apt-get install -y jq)"
@@ -84,25 +88,35 @@ build_cache() {
     done
     local tmp="$CACHE_ROOT/python-rootfs.tmp.$$"
     trap 'umount_below "'"$tmp"'"; rm -rf --one-file-system "'"$tmp"'"' EXIT
-    log "debootstrap $SUITE (minbase + python3) into $tmp; this takes a few minutes"
-    if ! debootstrap --variant=minbase --include=python3 "$SUITE" "$tmp" "$MIRROR" \
+    log "debootstrap $SUITE (minbase + $PACKAGES) into $tmp; this takes a few minutes"
+    if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$tmp" "$MIRROR" \
             >"$CACHE_ROOT/debootstrap.log" 2>&1; then
         tail -n 30 "$CACHE_ROOT/debootstrap.log" >&2 || true
         [[ -f $tmp/debootstrap/debootstrap.log ]] && tail -n 30 "$tmp/debootstrap/debootstrap.log" >&2
         die "debootstrap failed (full log: $CACHE_ROOT/debootstrap.log)"
     fi
     umount_below "$tmp"
-    [[ -x $tmp/usr/bin/python3 ]] || die "debootstrap finished but $tmp/usr/bin/python3 is missing"
+    local need
+    for need in "${CACHE_NEEDS[@]}"; do
+        [[ -x $tmp/$need ]] || die "debootstrap finished but $tmp/$need is missing"
+    done
     # Shrink: apt lists/caches are not needed inside a test container.
     rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/* 2>/dev/null || true
     printf '%s %s\n' "$(date -u +%Y%m%dT%H%M%SZ)" "$$-$RANDOM" >"$tmp/.cordon-cache-id"
-    remove_tree "$CACHE"   # an old cache without python3, if any
+    remove_tree "$CACHE"   # an old cache without one of CACHE_NEEDS, if any
     mv "$tmp" "$CACHE"
     trap - EXIT
     log "cache ready: $CACHE"
 }
 
-if [[ ! -x $CACHE/usr/bin/python3 ]]; then
+cache_complete() {
+    local need
+    for need in "${CACHE_NEEDS[@]}"; do
+        [[ -x $CACHE/$need ]] || return 1
+    done
+}
+
+if ! cache_complete; then
     build_cache
 else
     log "using cached rootfs $CACHE"

@@ -165,7 +165,9 @@ fn uname_domainname_follows_the_spec() {
 
 /// The emulated uname's nodename follows a sethostname inside (with
 /// CAP_SYS_ADMIN), as the kernel's does and `/proc/sys/kernel/hostname`
-/// shows; the release stays virtual.
+/// shows; the release stays virtual. A process in a UTS namespace of its
+/// own (unshare -u) sees its own name, and the container's processes
+/// theirs again afterwards, whichever namespace the supervisor read last.
 #[test]
 fn uname_nodename_follows_sethostname() {
     let mut env = Env::busybox(&[]);
@@ -179,9 +181,10 @@ fn uname_nodename_follows_sethostname() {
     let lines = sh(
         &env,
         &unique("sethost"),
-        "uname -n; hostname after; uname -n; cat /proc/sys/kernel/hostname; uname -r",
+        "uname -n; hostname after; uname -n; cat /proc/sys/kernel/hostname; uname -r; \
+         unshare -u sh -c 'hostname inner; uname -n'; uname -n",
     );
-    assert_eq!(lines, ["before", "after", "after", "6.1.0-cordon"]);
+    assert_eq!(lines, ["before", "after", "after", "6.1.0-cordon", "inner", "after"]);
 }
 
 #[test]

@@ -185,7 +185,7 @@ fn program(
             .map_err(|e| ConfineError::Build(e.to_string()))?;
         seccompiler::SeccompRule::new(vec![c]).map_err(|e| ConfineError::Build(e.to_string()))
     };
-    // setns(fd, CLONE_NEWUTS) alone, for the thread that reads a
+    // setns(fd, CLONE_NEWUTS) alone, for the threads that read a
     // caller's hostname and domain name in its UTS namespace for the
     // emulated uname (syscalls/uname.rs): that namespace holds nothing but
     // the two names. Any other setns kills the process.

@@ -99,6 +99,9 @@ pub struct Supervisor {
     /// Host pid of the container's init, once it attached (the views are
     /// sized to its cgroups).
     pub init: std::sync::OnceLock<i32>,
+    /// The container's cgroup directories, read from its init's
+    /// `/proc/<pid>/cgroup` once it attached ([`Supervisor::cgroups`]).
+    cgroups: std::sync::OnceLock<crate::views::cgroup::CgroupDirs>,
     /// When the supervisor started, as the container's boot time.
     pub started: Instant,
     /// The container's load averages (1, 5, 15 minutes) and when they
@@ -132,6 +135,25 @@ impl Supervisor {
     pub(crate) fn answering(&self) -> Answering<'_> {
         self.answering.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Answering(self)
+    }
+
+    /// The container's cgroup directories (the views and the emulated
+    /// sysinfo are sized from them): its init's, read once (a process of
+    /// the container cannot move to another cgroup: its cgroupfs is
+    /// read-only), or before the init attached, `caller`'s. `None` when
+    /// the task is gone.
+    pub(crate) fn cgroups(&self, caller: i32) -> Option<crate::views::cgroup::CgroupDirs> {
+        use crate::views::cgroup::CgroupDirs;
+        if let Some(dirs) = self.cgroups.get() {
+            return Some(dirs.clone());
+        }
+        match self.init.get() {
+            Some(&init) => {
+                let dirs = CgroupDirs::of(init)?;
+                Some(self.cgroups.get_or_init(|| dirs).clone())
+            }
+            None => CgroupDirs::of(caller),
+        }
     }
 
     /// Waits, up to `limit`, until no answer is in progress.
@@ -207,6 +229,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         hostname: opts.hostname.clone(),
         identity,
         init: std::sync::OnceLock::new(),
+        cgroups: std::sync::OnceLock::new(),
         started: Instant::now(),
         loads: std::sync::Mutex::new((Instant::now(), [0.0; 3])),
         blocking: std::sync::atomic::AtomicUsize::new(0),
@@ -249,7 +272,10 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         ready.write_all(b"R").map_err(io_err("signal readiness"))?;
     }
     // Off `create`'s critical path: it goes on as soon as it reads "R".
-    trim_file_pages();
+    // Only the heap: the code pages stay mapped until start-up is over
+    // (see `attach`), else the container's first intercepted call waits
+    // for the supervisor to fault its code back in.
+    trim_heap();
 
     let mut first = true;
     for stream in listener.incoming() {
@@ -327,11 +353,7 @@ fn join_memory_cgroup(sup: &Arc<Supervisor>, init: i32) {
 ///
 /// Source: madvise(2) MADV_DONTNEED; proc(5) /proc/pid/smaps.
 fn trim_file_pages() {
-    // The heap too: parsing and compiling the policy freed far more than
-    // the supervisor keeps; glibc returns free pages to the kernel on
-    // request (malloc_trim(3)).
-    // SAFETY: malloc_trim only releases memory malloc holds free.
-    unsafe { libc::malloc_trim(0) };
+    trim_heap();
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return;
     };
@@ -363,6 +385,14 @@ fn trim_file_pages() {
         }
     }
     flush(current);
+}
+
+/// Parsing and compiling the policy freed far more heap than the
+/// supervisor keeps; glibc returns free pages to the kernel on request
+/// (malloc_trim(3)).
+fn trim_heap() {
+    // SAFETY: malloc_trim only releases memory malloc holds free.
+    unsafe { libc::malloc_trim(0) };
 }
 
 /// Serves one attaching process: takes its listener and starts a receiver
@@ -443,6 +473,9 @@ fn attach(
     }
     drop(stream);
     if att.role == handshake::Role::Init {
+        // While the init starts (off its path: it runs on once acked):
+        // what the views and sysinfo read first.
+        let _ = sup.cgroups(0);
         // Start-up is over once the init has run a moment (its first calls
         // served, every thread started): what the serving threads need from
         // then on faults back in.

@@ -18,7 +18,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nix::sys::fanotify::{EventFFlags, Fanotify, FanotifyResponse, InitFlags, MarkFlags, MaskFlags, Response};
 
@@ -32,8 +32,6 @@ pub(crate) struct Views {
     /// Each dynamic view: its file (open for writing, so rewriting it is
     /// not an open the group would see) and its (device, inode).
     files: Vec<(View, std::fs::File, (u64, u64))>,
-    /// The container's cgroups, once its init is known.
-    dirs: Option<CgroupDirs>,
 }
 
 impl Views {
@@ -65,7 +63,7 @@ impl Views {
                 .map_err(|e| err(e.into()))?;
             files.push((view, file, (st.dev(), st.ino())));
         }
-        Ok(Some(Views { fan, files, dirs: None }))
+        Ok(Some(Views { fan, files }))
     }
 
     /// Renders the view opened as `fd` into its file; an fd of no view is
@@ -88,27 +86,19 @@ impl Views {
         }
     }
 
-    /// The container's cgroup directories: its init's (cached), or before
-    /// the init attached the opener's.
-    fn dirs(&mut self, opener: i32, sup: &Supervisor) -> Option<CgroupDirs> {
-        if self.dirs.is_none() {
-            if let Some(&init) = sup.init.get() {
-                self.dirs = CgroupDirs::of(init);
-            } else {
-                return CgroupDirs::of(opener);
-            }
-        }
-        self.dirs.clone()
-    }
-
     fn render(&mut self, view: View, opener: i32, sup: &Supervisor) -> String {
         let host = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        let dirs = self.dirs(opener, sup);
+        let dirs = sup.cgroups(opener);
         if view == View::Loadavg {
-            let (loads, running, total) = load(sup, dirs.as_ref(), opener);
+            let (loads, running, total) = load(sup, dirs.as_ref(), opener, true);
             return render::loadavg(loads, running, total);
         }
-        let limits = dirs.as_ref().map(Limits::read).unwrap_or_default();
+        // Memory alone for the memory views (fewer cgroup files to read).
+        let read = match view {
+            View::Meminfo | View::Swaps => Limits::read_memory,
+            _ => Limits::read,
+        };
+        let limits = dirs.as_ref().map(read).unwrap_or_default();
         // The host's online CPUs (its text too) and the container's.
         let cpus = || {
             let text = host("/sys/devices/system/cpu/online");
@@ -141,19 +131,35 @@ impl Views {
     }
 }
 
-/// The container's load averages now, with its running and total
-/// threads: the averages kept in `sup`, decayed over the time since they
-/// were last updated with the container's active threads now (`dirs`: its
-/// cgroups; `caller`: the reader, counted as running). Shared by
-/// `/proc/loadavg` and the emulated sysinfo(2), so they agree.
-pub(crate) fn load(sup: &Supervisor, dirs: Option<&CgroupDirs>, caller: i32) -> ([f64; 3], usize, usize) {
+/// How often the load averages take a new sample of the container's
+/// threads, as the kernel's (LOAD_FREQ, 5 s: kernel/sched/loadavg.c).
+pub(crate) const LOAD_FREQ: Duration = Duration::from_secs(5);
+
+/// The container's load averages, with its running and total threads when
+/// `counts` (`/proc/loadavg` shows them; sysinfo(2) does not). The
+/// averages kept in `sup` take a new sample of the container's active
+/// threads at most every [`LOAD_FREQ`], decayed over the time since the
+/// last (`dirs`: its cgroups; `caller`: the reader, counted as running).
+/// Shared by `/proc/loadavg` and the emulated sysinfo(2), so they agree.
+/// Without `counts` and within [`LOAD_FREQ`] of the last sample nothing
+/// is read (sysinfo is called by every `qsort` of glibc's first use).
+pub(crate) fn load(sup: &Supervisor, dirs: Option<&CgroupDirs>, caller: i32, counts: bool) -> ([f64; 3], usize, usize) {
+    let now = Instant::now();
+    let due = |at: Instant| now.saturating_duration_since(at) >= LOAD_FREQ;
+    {
+        let state = sup.loads.lock().unwrap_or_else(|e| e.into_inner());
+        if !counts && !due(state.0) {
+            return (state.1, 0, 0);
+        }
+    }
     let (active, running, total) = dirs.map_or((0, 0, 0), |d| tasks(d, caller));
     let mut state = sup.loads.lock().unwrap_or_else(|e| e.into_inner());
-    let now = Instant::now();
     let (at, loads) = *state;
-    let loads = render::decay(loads, active, (now - at).as_secs_f64());
-    *state = (now, loads);
-    (loads, running, total)
+    if due(at) {
+        let loads = render::decay(loads, active, (now - at).as_secs_f64());
+        *state = (now, loads);
+    }
+    (state.1, running, total)
 }
 
 /// The container's threads: (runnable or in uninterruptible sleep,

@@ -109,8 +109,17 @@ impl Limits {
         self.mem_stat.iter().find(|(k, _)| k == key).map_or(0, |(_, v)| *v)
     }
 
-    /// Reads the limits of `dirs`.
+    /// Reads the limits of `dirs`: memory, CPUs and CPU time.
     pub fn read(dirs: &CgroupDirs) -> Self {
+        let mut l = Self::read_memory(dirs);
+        l.read_cpu(dirs);
+        l
+    }
+
+    /// Reads the memory fields of `dirs` only (limit, usage, `memory.stat`,
+    /// swap): what sysinfo(2) and `/proc/meminfo` need. The CPU fields are
+    /// left `None`.
+    pub fn read_memory(dirs: &CgroupDirs) -> Self {
         let mut l = Limits::default();
         let text = |dir: &Path, f: &str| std::fs::read_to_string(dir.join(f)).ok();
         let num = |dir: &Path, f: &str| text(dir, f).and_then(|t| t.trim().parse::<u64>().ok());
@@ -134,6 +143,14 @@ impl Limits {
             l.swap_limit = text(d, "memory.swap.max").and_then(|t| max_or(&t));
             l.swap_usage = num(d, "memory.swap.current").unwrap_or(0);
         }
+        l
+    }
+
+    /// Reads the CPU fields of `dirs` into `self`: cpuset, quota, usage.
+    fn read_cpu(&mut self, dirs: &CgroupDirs) {
+        let l = self;
+        let text = |dir: &Path, f: &str| std::fs::read_to_string(dir.join(f)).ok();
+        let num = |dir: &Path, f: &str| text(dir, f).and_then(|t| t.trim().parse::<u64>().ok());
         let v2 = dirs.v2.as_deref();
         l.cpuset = match (&dirs.cpuset, v2) {
             (Some(c), _) => text(c, "cpuset.effective_cpus").or_else(|| text(c, "cpuset.cpus")),
@@ -167,7 +184,6 @@ impl Limits {
             }),
             _ => None,
         };
-        l
     }
 }
 

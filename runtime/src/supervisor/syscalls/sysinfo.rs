@@ -8,7 +8,7 @@
 
 use super::{Ctx, Outcome, Reply};
 use crate::sys;
-use crate::views::cgroup::{CgroupDirs, Limits};
+use crate::views::cgroup::Limits;
 
 /// Emulated sysinfo: host values, narrowed to the container's view.
 pub fn sysinfo(ctx: &Ctx<'_>) -> Outcome {
@@ -16,8 +16,8 @@ pub fn sysinfo(ctx: &Ctx<'_>) -> Outcome {
         return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", String::new());
     };
     let host = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let dirs = CgroupDirs::of(ctx.pid());
-    let limits = dirs.as_ref().map(Limits::read).unwrap_or_default();
+    let dirs = ctx.sup.cgroups(ctx.pid());
+    let limits = dirs.as_ref().map(Limits::read_memory).unwrap_or_default();
     if let Some(m) = crate::views::render::memory(&limits, &host) {
         si.mem_unit = 1;
         si.totalram = m.total as _;
@@ -30,7 +30,7 @@ pub fn sysinfo(ctx: &Ctx<'_>) -> Outcome {
     si.uptime = ctx.sup.started.elapsed().as_secs() as _;
     // The load averages of /proc/loadavg, in sysinfo's fixed point
     // (SI_LOAD_SHIFT: 16 bits of fraction).
-    let (loads, _, _) = crate::supervisor::views::load(ctx.sup, dirs.as_ref(), ctx.pid());
+    let (loads, _, _) = crate::supervisor::views::load(ctx.sup, dirs.as_ref(), ctx.pid(), false);
     si.loads = loads.map(|l| (l * 65536.0) as _);
     let detail = format!(
         "totalram {} uptime {}",

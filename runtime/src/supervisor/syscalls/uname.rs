@@ -38,27 +38,41 @@ pub fn uname(ctx: &Ctx<'_>) -> Outcome {
     Outcome::new(reply, "emulate", format!("release {release}"))
 }
 
-/// The nodename and domain name in the UTS namespace of thread `pid`: a
-/// thread of ours joins that namespace (setns `CLONE_NEWUTS`, the one
-/// namespace the supervisor's own filter lets it enter: it holds only the
-/// two names) and calls uname(2). `None` when the namespace cannot be
-/// opened or joined.
+/// The nodename and domain name in the UTS namespace of thread `pid`:
+/// the handling thread itself joins that namespace (setns
+/// `CLONE_NEWUTS`, the one namespace the supervisor's own filter lets it
+/// enter: it holds only the two names, which nothing else of the
+/// supervisor reads) and calls uname(2). It stays there: the next call
+/// from the same namespace, almost always the container's one, costs a
+/// stat(2) of `/proc/<pid>/ns/uts` and the uname. `None` when the
+/// namespace cannot be opened or joined.
 fn names_in_uts_of(pid: i32) -> Option<(String, String)> {
     use std::os::fd::AsFd;
-    let ns = std::fs::File::open(format!("/proc/{pid}/ns/uts")).ok()?;
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            nix::sched::setns(ns.as_fd(), nix::sched::CloneFlags::CLONE_NEWUTS).ok()?;
-            let u = nix::sys::utsname::uname().ok()?;
-            Some((
-                u.nodename().to_string_lossy().into_owned(),
-                u.domainname().to_string_lossy().into_owned(),
-            ))
-        })
-        .join()
-        .ok()
-        .flatten()
-    })
+    use std::os::unix::fs::MetadataExt;
+    thread_local! {
+        /// (device, inode) of the UTS namespace this thread is in, once
+        /// it joined one.
+        static JOINED: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+    }
+    let path = format!("/proc/{pid}/ns/uts");
+    let st = std::fs::metadata(&path).ok()?;
+    let ns = (st.dev(), st.ino());
+    if JOINED.get() != Some(ns) {
+        let file = std::fs::File::open(&path).ok()?;
+        // The file is the namespace stat(2) named only if it is the same
+        // inode: the thread may have exec'd or exited in between.
+        let opened = file.metadata().ok()?;
+        if (opened.dev(), opened.ino()) != ns {
+            return None;
+        }
+        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWUTS).ok()?;
+        JOINED.set(Some(ns));
+    }
+    let u = nix::sys::utsname::uname().ok()?;
+    Some((
+        u.nodename().to_string_lossy().into_owned(),
+        u.domainname().to_string_lossy().into_owned(),
+    ))
 }
 
 /// The container's domain name, as `create` passed it
