@@ -84,9 +84,12 @@ clean-bundles:
 BENCH_OUT ?= target/bench
 .PHONY: bench bench-smoke
 
+SANDLOCK_DIR ?= target/sandlock
 bench:
 	$(CARGO) build --release -p cordon -p cordon-bench
-	target/release/cordon-bench --cordon target/release/cordon --out $(BENCH_OUT)
+	bash tools/install-sandlock.sh $(SANDLOCK_DIR)
+	target/release/cordon-bench --cordon target/release/cordon --out $(BENCH_OUT) \
+		$$(test -x $(SANDLOCK_DIR)/bin/sandlock-oci && echo --sandlock $(SANDLOCK_DIR)/bin/sandlock-oci)
 
 bench-smoke:
 	$(CARGO) build --release -p cordon -p cordon-bench

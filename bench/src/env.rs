@@ -101,6 +101,53 @@ impl Runtime {
         proc::run(&mut self.cmd(args), timeout)
     }
 
+    /// Runs the container of `bundle` as `id` to its end: `run -b BUNDLE
+    /// ID`, or for sandlock-oci (which has no `run`) create, start, `state`
+    /// every millisecond until it says stopped, delete. The outcome's
+    /// stdout is the container's; for sandlock its code is 0 once stopped
+    /// (its state has no exit status) and its RSS is not measured.
+    pub fn run_bundle(&self, bundle: &str, id: &str, timeout: Duration) -> anyhow::Result<proc::Outcome> {
+        if !self.label.starts_with("sandlock") {
+            return self.exec(&["run", "-b", bundle, id], timeout);
+        }
+        let start = std::time::Instant::now();
+        let (o, e) = proc::scratch_files()?;
+        let created = proc::run_to(&mut self.cmd(&["create", "-b", bundle, id]), timeout, &o, &e)?;
+        let finish = |code: Option<i32>| -> anyhow::Result<proc::Outcome> {
+            let stdout = std::fs::read_to_string(&o).unwrap_or_default();
+            let stderr = std::fs::read_to_string(&e).unwrap_or_default();
+            let _ = self.exec(&["delete", "--force", id], Duration::from_secs(30));
+            let _ = std::fs::remove_file(&o);
+            let _ = std::fs::remove_file(&e);
+            Ok(proc::Outcome {
+                code,
+                elapsed: start.elapsed(),
+                maxrss_kib: 0,
+                stdout,
+                stderr,
+            })
+        };
+        if !created.ok() {
+            return finish(created.code);
+        }
+        let started = self.exec(&["start", id], timeout)?;
+        if !started.ok() {
+            return finish(started.code);
+        }
+        loop {
+            let st = self.exec(&["state", id], Duration::from_secs(10))?;
+            let v: Value = serde_json::from_str(&st.stdout).unwrap_or_default();
+            if v["status"] == "stopped" || !st.ok() {
+                break;
+            }
+            if start.elapsed() > timeout {
+                return finish(None);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        finish(Some(0))
+    }
+
     /// Whether this is cordon (whatever the policy).
     pub fn is_cordon(&self) -> bool {
         self.policy.is_some()
@@ -174,6 +221,10 @@ pub struct Env {
     pub runc: PathBuf,
     /// crun binary.
     pub crun: PathBuf,
+    /// sandlock-oci 0.9.0 (Landlock + seccomp-notify, no namespaces), when
+    /// `--sandlock` names one that runs: a column of the lifecycle and
+    /// workload sections.
+    pub sandlock: Option<PathBuf>,
     /// Host copies of the static probes.
     pub loop_bin: PathBuf,
     /// The floor supervisor.
@@ -235,7 +286,13 @@ pub const TAR_FILES: usize = 3000;
 
 impl Env {
     /// Checks the prerequisites and builds the private bundles and probes.
-    pub fn setup(repo: &Path, cordon: Option<PathBuf>, sizes: Sizes, notes: Vec<String>) -> anyhow::Result<Env> {
+    pub fn setup(
+        repo: &Path,
+        cordon: Option<PathBuf>,
+        sandlock: Option<PathBuf>,
+        sizes: Sizes,
+        mut notes: Vec<String>,
+    ) -> anyhow::Result<Env> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             bail!("cordon-bench must run as root (containers, cgroups, seccomp listeners)");
@@ -343,6 +400,41 @@ impl Env {
                 out.stdout.lines().next().unwrap_or("?").trim().to_string(),
             ));
         }
+        // sandlock: a column where it was given and its `check` passes.
+        let sandlock = match sandlock {
+            None => {
+                notes.push(
+                    "sandlock: no column (not given with --sandlock; `make bench` installs sandlock-oci 0.9.0 with cargo where crates.io is reachable)".into(),
+                );
+                None
+            }
+            Some(b) => {
+                let check = proc::run(&mut proc::command(&b, &["check"]), Duration::from_secs(30));
+                match check {
+                    Ok(o) if o.ok() => {
+                        let v = proc::run(&mut proc::command(&b, &["--version"]), Duration::from_secs(10))
+                            .map(|o| o.stdout.lines().next().unwrap_or("?").trim().to_string())
+                            .unwrap_or_else(|_| "?".into());
+                        versions.push(("sandlock-oci".into(), v));
+                        notes.push(
+                            "sandlock (sandlock-oci: Landlock, seccomp and seccomp-notify, no namespaces or cgroups) has no `run`: it is timed as create + start + polling `state` every millisecond until stopped + delete".into(),
+                        );
+                        Some(b)
+                    }
+                    Ok(o) => {
+                        notes.push(format!(
+                            "sandlock: no column ({})",
+                            o.failure(&format!("{} check", b.display()))
+                        ));
+                        None
+                    }
+                    Err(e) => {
+                        notes.push(format!("sandlock: no column ({}: {e:#})", b.display()));
+                        None
+                    }
+                }
+            }
+        };
         let load = |p: &Path| -> anyhow::Result<Value> {
             let t = std::fs::read_to_string(p.join("config.json"))?;
             Ok(serde_json::from_str(&t)?)
@@ -352,6 +444,7 @@ impl Env {
             cordon,
             runc,
             crun,
+            sandlock,
             loop_bin,
             floor_bin,
             busybox_rootfs,
@@ -375,6 +468,8 @@ impl Env {
             self.runc.clone()
         } else if label.starts_with("crun") {
             self.crun.clone()
+        } else if label.starts_with("sandlock") {
+            self.sandlock.clone().unwrap_or_default()
         } else {
             self.cordon.clone()
         };
@@ -406,7 +501,8 @@ impl Env {
     }
 
     /// The lifecycle contenders: cordon (default), cordon on the ptrace
-    /// platform, cordon with the permissive policy, runc, crun.
+    /// platform, cordon with the permissive policy, runc, crun, and
+    /// sandlock when it is there.
     pub fn contenders(&self) -> Vec<Runtime> {
         vec![
             self.runtime("cordon", Some("default")),
@@ -415,6 +511,9 @@ impl Env {
             self.runtime("runc", None),
             self.runtime("crun", None),
         ]
+        .into_iter()
+        .chain(self.sandlock.is_some().then(|| self.runtime("sandlock", None)))
+        .collect()
     }
 
     /// A fresh container id for `rt` (unique in this run; also its cgroup name).

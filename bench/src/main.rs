@@ -47,6 +47,7 @@ struct Args {
     cordon: Option<PathBuf>,
     repo: PathBuf,
     only: Option<Vec<String>>,
+    sandlock: Option<PathBuf>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -60,6 +61,7 @@ fn parse_args() -> anyhow::Result<Args> {
         cordon: None,
         repo,
         only: None,
+        sandlock: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -69,6 +71,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--out" => a.out = PathBuf::from(val("--out")?),
             "--cordon" => a.cordon = Some(PathBuf::from(val("--cordon")?)),
             "--repo" => a.repo = PathBuf::from(val("--repo")?),
+            "--sandlock" => a.sandlock = Some(PathBuf::from(val("--sandlock")?)),
             "--only" => {
                 let v = val("--only")?;
                 let names: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
@@ -84,7 +87,7 @@ fn parse_args() -> anyhow::Result<Args> {
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: cordon-bench [--smoke] [--out DIR] [--cordon BIN] [--repo DIR] [--only SECTION,...]\n\
+                    "usage: cordon-bench [--smoke] [--out DIR] [--cordon BIN] [--repo DIR] [--sandlock BIN] [--only SECTION,...]\n\
                      sections: {}",
                     SECTIONS.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
                 );
@@ -149,7 +152,7 @@ fn run(args: Args) -> anyhow::Result<i32> {
         if args.smoke { "smoke" } else { "full" },
         args.out.display()
     );
-    let env = Env::setup(&args.repo, args.cordon.clone(), sizes, notes)?;
+    let env = Env::setup(&args.repo, args.cordon.clone(), args.sandlock.clone(), sizes, notes)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
     // Charts of an earlier run must not pass for this run's.
     if let Ok(rd) = std::fs::read_dir(&args.out) {

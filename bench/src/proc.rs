@@ -251,12 +251,26 @@ pub fn set_scratch(dir: &Path) {
 /// files (a container created by it may inherit them and outlive it; a pipe
 /// would then never close). Kills it after `timeout`.
 pub fn run(cmd: &mut Command, timeout: Duration) -> anyhow::Result<Outcome> {
+    let (o, e) = scratch_files()?;
+    let out = run_to(cmd, timeout, &o, &e);
+    let _ = std::fs::remove_file(&o);
+    let _ = std::fs::remove_file(&e);
+    out
+}
+
+/// Two fresh paths for captured stdout and stderr in the scratch directory.
+pub fn scratch_files() -> anyhow::Result<(PathBuf, PathBuf)> {
     let dir = SCRATCH.get().context("proc::set_scratch not called")?;
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let (o, e) = (dir.join(format!("{n}.out")), dir.join(format!("{n}.err")));
+    Ok((dir.join(format!("{n}.out")), dir.join(format!("{n}.err"))))
+}
+
+/// [`run`] with stdout and stderr written to the files `o` and `e`, which
+/// are left in place (a daemon the command starts may go on writing them).
+pub fn run_to(cmd: &mut Command, timeout: Duration, o: &Path, e: &Path) -> anyhow::Result<Outcome> {
     cmd.stdin(Stdio::null())
-        .stdout(File::create(&o).with_context(|| format!("create {}", o.display()))?)
-        .stderr(File::create(&e).with_context(|| format!("create {}", e.display()))?);
+        .stdout(File::create(o).with_context(|| format!("create {}", o.display()))?)
+        .stderr(File::create(e).with_context(|| format!("create {}", e.display()))?);
     let start = Instant::now();
     let child = cmd.spawn().with_context(|| format!("start {}", describe(cmd)))?;
     let pid = child.id() as i32;
@@ -264,10 +278,8 @@ pub fn run(cmd: &mut Command, timeout: Duration) -> anyhow::Result<Outcome> {
     drop(child);
     register(pid);
     let (exit, raw) = wait_for(pid, timeout);
-    let stdout = std::fs::read_to_string(&o).unwrap_or_default();
-    let stderr = std::fs::read_to_string(&e).unwrap_or_default();
-    let _ = std::fs::remove_file(&o);
-    let _ = std::fs::remove_file(&e);
+    let stdout = std::fs::read_to_string(o).unwrap_or_default();
+    let stderr = std::fs::read_to_string(e).unwrap_or_default();
     Ok(Outcome {
         code: exit.map(|x| x.code),
         elapsed: raw.at.saturating_duration_since(start),

@@ -54,7 +54,7 @@ fn one(env: &Env, rt: &Runtime) -> anyhow::Result<Sample> {
     let id = env.id(rt, "lc");
     let bundle = env.bundle(rt, &id, Image::Busybox, &["true"], &[])?;
     let b = bundle.to_string_lossy().into_owned();
-    let out = rt.exec(&["run", "-b", &b, &id], Duration::from_secs(60))?;
+    let out = rt.run_bundle(&b, &id, Duration::from_secs(60))?;
     let (orphans, alive) = proc::settle_orphans(Duration::from_secs(2));
     let orphan_rss = orphans.iter().map(|(_, e)| e.maxrss_kib).max();
     let leaked = cleanup::container_ids(&rt.root).contains(&id);

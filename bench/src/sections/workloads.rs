@@ -79,7 +79,7 @@ fn once(env: &Env, rt: &Runtime, w: &Workload) -> anyhow::Result<(f64, f64)> {
     args.extend(w.args.iter().map(String::as_str));
     let bundle = env.bundle(rt, &id, Image::Python, &args, &w.env)?;
     let b = bundle.to_string_lossy().into_owned();
-    let out = rt.exec(&["run", "-b", &b, &id], Duration::from_secs(600))?;
+    let out = rt.run_bundle(&b, &id, Duration::from_secs(600))?;
     env.drop_bundle(&id);
     let _ = proc::settle_orphans(Duration::from_secs(2));
     if !out.ok() {
@@ -121,6 +121,10 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         env.runtime("runc", None),
         env.runtime("cordon-user", Some(&env.user_policy.to_string_lossy())),
     ];
+    let mut rts = rts;
+    if env.sandlock.is_some() {
+        rts.push(env.runtime("sandlock", None));
+    }
     let ws = workloads();
     let reps = env.sizes.workload_reps;
     let mut so = SectionOut::default();
@@ -205,7 +209,23 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         let c = med(w.key, "cordon");
         let p = med(w.key, "cordon-permissive");
         let u = med(w.key, "cordon-user");
+        let sl = med(w.key, "sandlock");
         let name = format!("workload {}: cordon vs runc", w.key);
+        if env.sandlock.is_some() {
+            so.targets.push(Target::at_most(
+                &format!("workload {}: cordon vs sandlock", w.key),
+                "≤ 1.05× sandlock (beat it or tie)",
+                stats::ratio(c, sl),
+                1.05,
+                "x",
+                format!(
+                    "{}: median time inside the container, cordon (default) {} ms / sandlock-oci {} ms",
+                    w.title,
+                    num(c, 1),
+                    num(sl, 1)
+                ),
+            ));
+        }
         so.targets.push(Target::at_most(
             &format!("workload {}: cordon with a user policy vs runc", w.key),
             "≤ 1.10× runc",
@@ -251,10 +271,17 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             num(stats::ratio(c, base), 3),
             num(stats::ratio(p, base), 3),
             num(stats::ratio(u, base), 3),
+            num(sl, 1),
+            num(stats::ratio(sl, base), 3),
             num(outer(w.key, "runc"), 1),
             num(outer(w.key, "cordon"), 1),
         ]);
-        for (label, v) in [("cordon", c), ("cordon-permissive", p), ("cordon-user", u)] {
+        for (label, v) in [
+            ("cordon", c),
+            ("cordon-permissive", p),
+            ("cordon-user", u),
+            ("sandlock", sl),
+        ] {
             if let Some(r) = stats::ratio(v, base) {
                 bars.push(Bar {
                     label: format!("{} · {label}", w.key),
@@ -280,6 +307,8 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             "cordon / runc",
             "permissive / runc",
             "user policy / runc",
+            "sandlock ms",
+            "sandlock / runc",
             "whole run: runc ms",
             "whole run: cordon ms",
         ],
