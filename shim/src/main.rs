@@ -30,8 +30,10 @@ fn main() {
         // unwritable (CVE-2019-5736), as the cordon CLI does for create,
         // run and exec; the view costs no memory per shim, the copy its
         // whole binary.
-        // Its empty overlayfs layer: `@` is in no namespace name.
-        let lower = std::path::Path::new(service::STATE_ROOT).join("@lower");
+        // Its empty overlayfs layer: `@` is in no namespace name. Under
+        // the state root the environment chose, so a shim moved elsewhere
+        // writes nothing to the default one.
+        let lower = service::base_root().join("@lower");
         if let Err(e) = cordon::sys::exeseal::ensure_sealed(&lower) {
             eprintln!("{RUNTIME_ID}: re-exec from a sealed copy: {e}");
             std::process::exit(1);

@@ -30,16 +30,21 @@ use crate::io::{self, ProcessIo, StdioPaths};
 pub(crate) const STATE_ROOT: &str = "/run/containerd/cordon";
 /// Environment variable replacing [`STATE_ROOT`].
 const ROOT_ENV: &str = "CORDON_SHIM_ROOT";
+
+/// The directory that holds the per-namespace roots: `$CORDON_SHIM_ROOT`,
+/// else [`STATE_ROOT`].
+pub(crate) fn base_root() -> PathBuf {
+    std::env::var_os(ROOT_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(STATE_ROOT))
+}
 /// File in the bundle that remembers the root, for the `delete` action.
 const ROOT_FILE: &str = "cordon-root";
 
 fn state_root(namespace: &str, options_root: Option<&str>) -> PathBuf {
     match options_root {
         Some(r) if !r.is_empty() => Path::new(r).join(namespace),
-        _ => std::env::var_os(ROOT_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(STATE_ROOT))
-            .join(namespace),
+        _ => base_root().join(namespace),
     }
 }
 

@@ -944,6 +944,13 @@ fn shim_ctr_run_streams_and_exit_codes() {
         c.diagnostics()
     );
     c.assert_gone(&id);
+    // The shim's sealed view of its binary lives under the state root it
+    // was given, not under the default one.
+    assert!(
+        c.shim_base.join("@lower").is_dir(),
+        "no @lower under $CORDON_SHIM_ROOT {}",
+        c.shim_base.display()
+    );
 
     let id = unique("shim-exit");
     let r = c.shim_run_rm(&id, &["sh", "-c", "echo to-out; echo to-err >&2; exit 3"]);
