@@ -99,14 +99,16 @@ fn killing_the_supervisor_with_a_call_pending_kills_the_container() {
     env.write();
     let b = env.bundle.path().to_string_lossy().into_owned();
     ok(&env.cordon(&["run", "-d", "-b", &b, &id]));
-    // The FIFO open is pending in the supervisor (no writer comes).
+    // The FIFO open is pending in the supervisor (no writer comes): the
+    // caller waits in its seccomp notification, or on ptrace in its
+    // syscall stop.
     let reader = wait_until("the probe to wait on the FIFO", TIMEOUT, || {
         let p = container_processes(&id, "probe read /work/p");
         let wchan = p
             .first()
             .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/wchan")).ok());
         match (p.first(), wchan) {
-            (Some(&p), Some(w)) if w.contains("seccomp") => Ok(p),
+            (Some(&p), Some(w)) if w.contains("seccomp") || w.contains("ptrace_stop") => Ok(p),
             (p, w) => Err(format!("{p:?} in {w:?}")),
         }
     });
