@@ -687,4 +687,146 @@ mod tests {
             "no /proc mount: no kernel files"
         );
     }
+
+    /// A site with `existing`, /dev, /tmp and /proc as mount points, and
+    /// Landlock ABI `abi`.
+    fn site<'a>(kfs: &'a [String], existing: &'a dyn Fn(&str) -> Option<Existing>, abi: Option<u32>) -> Site<'a> {
+        Site {
+            kernel_fs: kfs,
+            mount_points: MOUNT_POINTS.get_or_init(|| vec!["/dev".into(), "/tmp".into(), "/proc".into()]),
+            existing,
+            landlock_abi: abi,
+        }
+    }
+
+    static MOUNT_POINTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+    fn user(rules: &[(&str, &str)]) -> Policy {
+        let mut src = String::from("name = \"u\"\n");
+        for (pattern, access) in rules {
+            src.push_str(&format!("[[path]]\npattern = \"{pattern}\"\naccess = \"{access}\"\n"));
+        }
+        Policy::from_toml(&src, "u").unwrap()
+    }
+
+    fn dirs(path: &str) -> Option<Existing> {
+        match path {
+            "/data" | "/data/rw" | "/data/rw/keys" | "/data/ro" | "/bin" => Some(Existing::Dir),
+            "/data/f" => Some(Existing::File),
+            _ => None,
+        }
+    }
+
+    /// Grants, a redundant rule, a restriction by a mount inside a grant,
+    /// the catch-all, and the default's rules after it (which never
+    /// decide): Landlock with the mounts, file calls in the kernel but the
+    /// metadata changes and readlink.
+    #[test]
+    fn allow_lists_go_to_landlock_with_the_mounts() {
+        let p = user(&[
+            ("/data/rw/keys/**", "deny"),
+            ("/data/rw/**", "allow"),
+            ("/data/ro/**", "read-only"),
+            ("/dev/**", "allow"),
+            ("/proc/**", "allow"),
+            ("/**", "read-only"),
+        ]);
+        let kfs = kernel_fs();
+        let plan = p.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
+        assert!(plan.all_kernel, "{plan:#?}");
+        let levels: Vec<Level> = plan.choices.iter().map(|c| c.level).collect();
+        use Level::*;
+        assert_eq!(&levels[..6], &[Mounts, Landlock, Covered, Landlock, Landlock, Landlock]);
+        assert!(levels[6..].iter().all(|l| *l == Covered), "after the catch-all: {plan:#?}");
+        assert!(plan.choices[6].why.contains("never decides: path[5] /**"), "{plan:#?}");
+        assert!(plan.choices[2].why.contains("nothing to enforce"), "{plan:#?}");
+        assert!(plan.choices[3].why.contains("a mount point"), "{plan:#?}");
+        assert!(plan.choices[4].why.contains("kernel directory below /proc"), "{plan:#?}");
+        let l = plan.landlock.clone().unwrap();
+        assert_eq!((l.abi, l.base), (7, PathAccess::ReadOnly));
+        let grants: Vec<(usize, &str, PathAccess)> = l.grants.iter().map(|g| (g.rule, g.dir.as_str(), g.access)).collect();
+        assert_eq!(
+            grants,
+            [(1, "/data/rw", PathAccess::Allow), (3, "/dev", PathAccess::Allow), (4, "/proc", PathAccess::Allow)]
+        );
+        assert_eq!(
+            plan.mounts(),
+            [PlannedMount {
+                kind: Mount::Mask,
+                path: "/data/rw/keys".into(),
+                required: true
+            }],
+            "no mount for the rules that never decide"
+        );
+        assert!(plan.guards_renames());
+        assert_eq!(
+            plan.describe(),
+            "kernel (1 path rules by the container's mounts, 4 by Landlock ABI 7)"
+        );
+        // The filter: opens and tree changes in the kernel, what Landlock
+        // has no right for with the supervisor.
+        let k = p.kernel_enforced(plan.guards_renames(), true);
+        let nr = |n| table::number(n).unwrap();
+        for n in ["openat", "mkdirat", "unlinkat", "truncate", "newfstatat"] {
+            assert_eq!(k.decide(nr(n), &[0; 6]).0, Action::Allow, "{n}");
+        }
+        for n in ["fchmod", "fchownat", "utimensat", "setxattr", "fremovexattr", "renameat2"] {
+            assert_eq!(k.decide(nr(n), &[0; 6]).0, Action::Emulate, "{n}");
+        }
+        // Readable only beneath: a deny base, a read-only grant.
+        let r = user(&[("/bin/**", "read-only"), ("/data/rw/**", "allow"), ("/**", "deny")]);
+        let plan = r.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(3)));
+        let l = plan.landlock.clone().unwrap();
+        assert_eq!(l.base, PathAccess::Deny);
+        assert_eq!(l.grants[0].access, PathAccess::ReadOnly);
+        assert!(!plan.guards_renames());
+        // Level 1 still comes first, and the user's choice of the supervisor
+        // wins.
+        let mounts_only = user(&[("/data/ro/**", "read-only")]);
+        let plan = mounts_only.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
+        assert!(plan.all_kernel && plan.landlock.is_none());
+        assert!(!p.plan_at(Enforcement::Supervisor, &site(&kfs, &dirs, Some(7))).all_kernel);
+    }
+
+    /// Each rule Landlock and the mounts cannot enforce together keeps the
+    /// policy with the supervisor, named with its reason.
+    #[test]
+    fn shapes_landlock_cannot_enforce_go_to_the_supervisor() {
+        let kfs = kernel_fs();
+        let refused = |rules: &[(&str, &str)], abi: Option<u32>| -> (usize, String) {
+            let plan = user(rules).plan_at(Enforcement::Kernel, &site(&kfs, &dirs, abi));
+            assert!(!plan.all_kernel && plan.landlock.is_none(), "{rules:?}: {plan:#?}");
+            let b = plan.blocker.expect("a blocker");
+            assert!(plan.describe().starts_with(&format!("supervisor (path[{b}] ")), "{}", plan.describe());
+            (b, plan.choices[b].why.clone())
+        };
+        let writable = [("/data/rw/**", "allow"), ("/**", "read-only")];
+        let (b, why) = refused(&writable, Some(2));
+        assert!(b == 0 && why.contains("Landlock ABI 2") && why.contains("TRUNCATE"), "{why}");
+        let (_, why) = refused(&writable, None);
+        assert!(why.contains("Landlock is not available"), "{why}");
+        let (b, why) = refused(&[("/data/rw/**", "allow")], Some(7));
+        assert!(b == 0 && why.contains("no catch-all /**"), "{why}");
+        let (b, why) = refused(&[("/work/**", "deny"), ("/**", "allow")], Some(7));
+        assert!(b == 1 && why.contains("catch-all /** allow"), "{why}");
+        let (b, why) = refused(&[("/work/**", "allow"), ("/**", "deny")], Some(7));
+        assert!(b == 0 && why.contains("missing at create"), "{why}");
+        let (b, why) = refused(&[("/data/*.txt", "allow"), ("/**", "read-only")], Some(7));
+        assert!(b == 0 && why.contains("glob"), "{why}");
+        let (b, why) = refused(&[("/data/f", "allow"), ("/**", "read-only")], Some(7));
+        assert!(b == 0 && why.contains("Landlock grants directories"), "{why}");
+        // A grant inside a mask would be hidden by it.
+        let (b, why) = refused(&[("/data/rw/**", "allow"), ("/data/**", "deny"), ("/**", "read-only")], Some(7));
+        assert!(b == 0 && why.contains("inside path[1] /data/**"), "{why}");
+        // A restriction inside a grant that no mount can make.
+        let (b, why) = refused(&[("/data/rw/new/**", "deny"), ("/data/rw/**", "allow"), ("/**", "read-only")], Some(7));
+        assert!(b == 0 && why.contains("only a mount can do"), "{why}");
+        // A rule that adds nothing, inside a mask that would take it back.
+        let (b, why) = refused(&[("/data/ro/**", "read-only"), ("/data/**", "deny"), ("/**", "read-only")], Some(7));
+        assert!(b == 0 && why.contains("take back"), "{why}");
+        // The other rules say which one keeps them there.
+        let plan = user(&[("/data/ro/**", "read-only"), ("/data/*.txt", "allow"), ("/**", "read-only")])
+            .plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
+        assert!(plan.choices[0].why.contains("path[1] needs the supervisor"), "{plan:#?}");
+    }
 }
