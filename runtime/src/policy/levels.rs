@@ -737,17 +737,28 @@ mod tests {
         let levels: Vec<Level> = plan.choices.iter().map(|c| c.level).collect();
         use Level::*;
         assert_eq!(&levels[..6], &[Mounts, Landlock, Covered, Landlock, Landlock, Landlock]);
-        assert!(levels[6..].iter().all(|l| *l == Covered), "after the catch-all: {plan:#?}");
+        assert!(
+            levels[6..].iter().all(|l| *l == Covered),
+            "after the catch-all: {plan:#?}"
+        );
         assert!(plan.choices[6].why.contains("never decides: path[5] /**"), "{plan:#?}");
         assert!(plan.choices[2].why.contains("nothing to enforce"), "{plan:#?}");
         assert!(plan.choices[3].why.contains("a mount point"), "{plan:#?}");
-        assert!(plan.choices[4].why.contains("kernel directory below /proc"), "{plan:#?}");
+        assert!(
+            plan.choices[4].why.contains("kernel directory below /proc"),
+            "{plan:#?}"
+        );
         let l = plan.landlock.clone().unwrap();
         assert_eq!((l.abi, l.base), (7, PathAccess::ReadOnly));
-        let grants: Vec<(usize, &str, PathAccess)> = l.grants.iter().map(|g| (g.rule, g.dir.as_str(), g.access)).collect();
+        let grants: Vec<(usize, &str, PathAccess)> =
+            l.grants.iter().map(|g| (g.rule, g.dir.as_str(), g.access)).collect();
         assert_eq!(
             grants,
-            [(1, "/data/rw", PathAccess::Allow), (3, "/dev", PathAccess::Allow), (4, "/proc", PathAccess::Allow)]
+            [
+                (1, "/data/rw", PathAccess::Allow),
+                (3, "/dev", PathAccess::Allow),
+                (4, "/proc", PathAccess::Allow)
+            ]
         );
         assert_eq!(
             plan.mounts(),
@@ -770,7 +781,14 @@ mod tests {
         for n in ["openat", "mkdirat", "unlinkat", "truncate", "newfstatat"] {
             assert_eq!(k.decide(nr(n), &[0; 6]).0, Action::Allow, "{n}");
         }
-        for n in ["fchmod", "fchownat", "utimensat", "setxattr", "fremovexattr", "renameat2"] {
+        for n in [
+            "fchmod",
+            "fchownat",
+            "utimensat",
+            "setxattr",
+            "fremovexattr",
+            "renameat2",
+        ] {
             assert_eq!(k.decide(nr(n), &[0; 6]).0, Action::Emulate, "{n}");
         }
         // Readable only beneath: a deny base, a read-only grant.
@@ -785,7 +803,10 @@ mod tests {
         let mounts_only = user(&[("/data/ro/**", "read-only")]);
         let plan = mounts_only.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
         assert!(plan.all_kernel && plan.landlock.is_none());
-        assert!(!p.plan_at(Enforcement::Supervisor, &site(&kfs, &dirs, Some(7))).all_kernel);
+        assert!(
+            !p.plan_at(Enforcement::Supervisor, &site(&kfs, &dirs, Some(7)))
+                .all_kernel
+        );
     }
 
     /// Each rule Landlock and the mounts cannot enforce together keeps the
@@ -797,12 +818,19 @@ mod tests {
             let plan = user(rules).plan_at(Enforcement::Kernel, &site(&kfs, &dirs, abi));
             assert!(!plan.all_kernel && plan.landlock.is_none(), "{rules:?}: {plan:#?}");
             let b = plan.blocker.expect("a blocker");
-            assert!(plan.describe().starts_with(&format!("supervisor (path[{b}] ")), "{}", plan.describe());
+            assert!(
+                plan.describe().starts_with(&format!("supervisor (path[{b}] ")),
+                "{}",
+                plan.describe()
+            );
             (b, plan.choices[b].why.clone())
         };
         let writable = [("/data/rw/**", "allow"), ("/**", "read-only")];
         let (b, why) = refused(&writable, Some(2));
-        assert!(b == 0 && why.contains("Landlock ABI 2") && why.contains("TRUNCATE"), "{why}");
+        assert!(
+            b == 0 && why.contains("Landlock ABI 2") && why.contains("TRUNCATE"),
+            "{why}"
+        );
         let (_, why) = refused(&writable, None);
         assert!(why.contains("Landlock is not available"), "{why}");
         let (b, why) = refused(&[("/data/rw/**", "allow")], Some(7));
@@ -816,17 +844,37 @@ mod tests {
         let (b, why) = refused(&[("/data/f", "allow"), ("/**", "read-only")], Some(7));
         assert!(b == 0 && why.contains("Landlock grants directories"), "{why}");
         // A grant inside a mask would be hidden by it.
-        let (b, why) = refused(&[("/data/rw/**", "allow"), ("/data/**", "deny"), ("/**", "read-only")], Some(7));
+        let (b, why) = refused(
+            &[("/data/rw/**", "allow"), ("/data/**", "deny"), ("/**", "read-only")],
+            Some(7),
+        );
         assert!(b == 0 && why.contains("inside path[1] /data/**"), "{why}");
         // A restriction inside a grant that no mount can make.
-        let (b, why) = refused(&[("/data/rw/new/**", "deny"), ("/data/rw/**", "allow"), ("/**", "read-only")], Some(7));
+        let (b, why) = refused(
+            &[
+                ("/data/rw/new/**", "deny"),
+                ("/data/rw/**", "allow"),
+                ("/**", "read-only"),
+            ],
+            Some(7),
+        );
         assert!(b == 0 && why.contains("only a mount can do"), "{why}");
         // A rule that adds nothing, inside a mask that would take it back.
-        let (b, why) = refused(&[("/data/ro/**", "read-only"), ("/data/**", "deny"), ("/**", "read-only")], Some(7));
+        let (b, why) = refused(
+            &[("/data/ro/**", "read-only"), ("/data/**", "deny"), ("/**", "read-only")],
+            Some(7),
+        );
         assert!(b == 0 && why.contains("take back"), "{why}");
         // The other rules say which one keeps them there.
-        let plan = user(&[("/data/ro/**", "read-only"), ("/data/*.txt", "allow"), ("/**", "read-only")])
-            .plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
-        assert!(plan.choices[0].why.contains("path[1] needs the supervisor"), "{plan:#?}");
+        let plan = user(&[
+            ("/data/ro/**", "read-only"),
+            ("/data/*.txt", "allow"),
+            ("/**", "read-only"),
+        ])
+        .plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
+        assert!(
+            plan.choices[0].why.contains("path[1] needs the supervisor"),
+            "{plan:#?}"
+        );
     }
 }
