@@ -99,8 +99,10 @@ fn data_dir() -> TempDir {
 
 /// `/data/rw/** allow` and a catch-all `/** read-only`: everything under
 /// /data/rw can be written, created and removed; under /data every change
-/// fails (EACCES) and leaves the host's file as it was (content, mode,
-/// times, xattrs); the granted directory cannot be renamed away, nor a
+/// fails (EACCES), however the file is named (`..`, `//`,
+/// `/proc/self/root`, a symlink or a dangling one from /data/rw, an fd of
+/// /data), and leaves the host's file as it was (content, mode, times,
+/// xattrs); the granted directory cannot be renamed away, nor a
 /// link to the read-only file made inside it. At the kernel level
 /// `policy show --explain --bundle` names Landlock for the grant, and
 /// `cordon state` and the audit trail's start record say so.
@@ -117,6 +119,10 @@ fn writable_only_beneath() {
                  'chmod 777 f' 'touch -d 2001-01-01 f' 'mv rw x' 'ln f rw/hard' 'mv f g'; do \
           sh -c \"$t\" 2>/tmp/err && echo \"ALLOWED $t\"; \
           grep -q -e 'Permission denied' -e 'ross-device' /tmp/err || echo \"ODD $t: $(cat /tmp/err)\"; done; \
+        ln -s /data/f rw/lnk; ln -s /data/nx rw/dangling; exec 3</data; \
+        for t in 'echo x >> rw/../f' 'echo x >> //data//f' 'echo x >> /proc/self/root/data/f' 'echo x >> rw/lnk' \
+                 'echo x > rw/dangling' 'echo x >> /proc/self/fd/3/f' 'echo x >> /dev/fd/3/f' 'cd rw && echo x >> ../f'; do \
+          sh -c \"$t\" 2>/dev/null && echo \"ALLOWED $t\"; done; \
         /home/deputy meta /data/f; echo done";
     let (env, _pol) = env(&["sh", "-c", script], d, WRITABLE);
     let id = unique("landlock-w");
@@ -148,7 +154,7 @@ fn writable_only_beneath() {
         d.join("rw").is_dir() && !d.join("x").exists(),
         "the granted directory moved"
     );
-    for p in ["created", "dd", "sl", "g", "rw/hard", "sock"] {
+    for p in ["created", "dd", "sl", "g", "rw/hard", "sock", "nx"] {
         assert!(
             !d.join(p).exists() && d.join(p).symlink_metadata().is_err(),
             "ESCAPE: {p} created"
@@ -249,7 +255,7 @@ fn readable_only_beneath() {
         "ESCAPE: the secret's content reached the container: {all}"
     );
     let text = ok(&out);
-    for leak in ["READ", "LISTED", "COPIED", "WROTE"] {
+    for leak in ["READ", "LISTED", "LISTED2", "COPIED", "WROTE"] {
         assert!(!text.lines().any(|l| l == leak), "ESCAPE: {leak}: {text}");
     }
     assert!(text.contains("hi\n") && text.contains("w\n"), "/data/rw: {text}");
