@@ -407,10 +407,10 @@ impl Policy {
                 blocker: None,
             },
             Err((b, why)) => {
-                let own = |i: usize| match &mounts[i] {
-                    _ if i == b => why.clone(),
-                    Err(e) => e.clone(),
-                    Ok(_) => {
+                let own = |i: usize| {
+                    if i == b {
+                        why.clone()
+                    } else {
                         format!("path[{b}] needs the supervisor, and so every path rule does (one filter for all)")
                     }
                 };
