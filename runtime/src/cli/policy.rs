@@ -69,20 +69,24 @@ pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
 /// `cordon spec`'s and the engines' do, with nothing else known to
 /// exist), and what that leaves with the supervisor.
 fn explain_text(p: &Policy, plan: &cordon::policy::levels::Plan) -> String {
-    use cordon::policy::levels::Mount;
+    use cordon::policy::levels::{Level, Mount};
     use std::fmt::Write;
     let mut out = String::new();
     for (c, r) in plan.choices.iter().zip(&p.source.paths) {
         let access = serde_json::to_value(r.access).ok();
         let access = access.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
-        let level = match &c.mount {
-            Some((Mount::Mask, _)) => "mounts: mask",
-            Some((Mount::ReadOnly, _)) => "mounts: read-only bind",
-            None => "supervisor",
+        let level = match (c.level, &c.mount) {
+            (Level::Mounts, Some((Mount::Mask, _))) => "mounts: mask",
+            (Level::Mounts, _) => "mounts: read-only bind",
+            (Level::Landlock, _) => "landlock",
+            (Level::Covered, _) => "covered",
+            (Level::Supervisor, _) => "supervisor",
         };
         let _ = writeln!(out, "path[{}] {} {access}: {level} ({})", c.rule, c.pattern, c.why);
     }
-    let files = if plan.all_kernel {
+    let files = if plan.landlock.is_some() {
+        "file syscalls stay in the kernel (Landlock and the mounts), except metadata changes and readlink, which the supervisor decides under the same rules"
+    } else if plan.all_kernel {
         "file syscalls stay in the kernel: opens, metadata and tree changes are not sent to the supervisor"
     } else {
         "file syscalls go to the supervisor, as the policy's emulate rules say (org.cordon.enforcement = \"supervisor\" does the same for any policy)"

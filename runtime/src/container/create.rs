@@ -139,7 +139,7 @@ impl Runtime {
         // syscalls in the kernel (policy/levels.rs).
         let plan = plan_on(&full, enforcement, &bundle, &spec);
         let policy = if plan.all_kernel {
-            full.kernel_enforced(plan.guards_renames())
+            full.kernel_enforced(plan.guards_renames(), plan.landlock.is_some())
         } else {
             full
         };
@@ -205,6 +205,8 @@ impl Runtime {
             fallback: fallback.clone(),
             kernel_enforced: plan.all_kernel,
             guard_renames: plan.guards_renames(),
+            landlock: plan.landlock.clone(),
+            enforcement: Some(plan.describe()),
             trace: self.config.trace,
         };
         // The view files exist before the supervisor starts: it marks the
@@ -272,6 +274,7 @@ impl Runtime {
             role: Role::Init,
             platform,
             bundle_filter,
+            landlock: plan.landlock.clone(),
         };
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
@@ -402,7 +405,7 @@ impl Runtime {
         // The filter of the container's init: file syscalls left to the
         // kernel when its mounts enforce the path rules.
         let policy = if meta.kernel_enforced {
-            policy.kernel_enforced(meta.guard_renames)
+            policy.kernel_enforced(meta.guard_renames, meta.landlock.is_some())
         } else {
             policy
         };
@@ -423,6 +426,7 @@ impl Runtime {
             supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
             role: Role::Exec,
             platform,
+            landlock: meta.landlock.clone(),
             bundle_filter: self.bundle_filter_of(&opts.id)?,
         };
         let env = opts.env.iter().cloned().collect();
@@ -607,7 +611,19 @@ fn plan_on(
     bundle: &Path,
     spec: &Spec,
 ) -> crate::policy::levels::Plan {
-    policy.plan_with(enforcement, &kernel_fs(spec), &|p| existing_at_create(spec, bundle, p))
+    let mount_points: Vec<String> = spec
+        .mounts()
+        .iter()
+        .flatten()
+        .map(|m| m.destination().to_string_lossy().into_owned())
+        .collect();
+    let site = crate::policy::levels::Site {
+        kernel_fs: &kernel_fs(spec),
+        mount_points: &mount_points,
+        existing: &|p| existing_at_create(spec, bundle, p),
+        landlock_abi: crate::sys::landlock_abi(),
+    };
+    policy.plan_at(enforcement, &site)
 }
 
 /// What container path `path` is at create (see

@@ -13,6 +13,10 @@
 //! startContainer hooks) runs without the bundle's profile, as under runc,
 //! which also installs it right before execve.
 //!
+//! A Landlock ruleset (level 2 of the path rules) is applied right after
+//! `no_new_privs` and before the handshake: cordon's filter refuses the
+//! landlock syscalls once installed.
+//!
 //! `no_new_privs` is always set before the filter is installed (an
 //! unprivileged process may only install filters with it): setuid binaries
 //! in a cordon container do not gain privileges.
@@ -41,6 +45,9 @@ pub struct CordonExecutor {
     pub platform: crate::config::Platform,
     /// The bundle's own seccomp profile, installed after cordon's filter.
     pub bundle_filter: Option<std::sync::Arc<super::bundle_seccomp::BundleFilter>>,
+    /// The container's Landlock ruleset (level 2), applied before cordon's
+    /// filter ([`super::landlock`]).
+    pub landlock: Option<crate::policy::landlock::Landlock>,
 }
 
 impl Executor for CordonExecutor {
@@ -53,6 +60,14 @@ impl Executor for CordonExecutor {
             nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl)
         };
         crate::sys::set_no_new_privs().map_err(|e| ExecutorError::Other(format!("cordon: set no_new_privs: {e}")))?;
+        if let Some(l) = &self.landlock {
+            // Fail closed: a process that cannot get its ruleset does not run.
+            super::landlock::apply(l).map_err(|e| {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "cordon: landlock: {e}");
+                ExecutorError::Other(format!("cordon: landlock: {e}"))
+            })?;
+        }
         match self.supervisor {
             Some(fd) => {
                 // SAFETY: `fd` is the connection `cordon create`/`exec` opened

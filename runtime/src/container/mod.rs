@@ -14,6 +14,7 @@ mod create;
 pub mod executor;
 pub mod foreground;
 mod harden;
+pub mod landlock;
 pub mod setup_log;
 pub mod validate;
 
@@ -147,6 +148,14 @@ pub struct Meta {
     /// protects a path of the rootfs or a volume; `Plan::guards_renames`).
     #[serde(default)]
     pub guard_renames: bool,
+    /// With `kernel_enforced`: the Landlock ruleset every process of the
+    /// container gets before its execve (level 2), if the plan uses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock: Option<crate::policy::landlock::Landlock>,
+    /// The plan's one-line description (`Plan::describe`), as the audit
+    /// trail's start record has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<String>,
     /// Trace mode: the filter sends the policy's refusals to the
     /// supervisor, which records them (`cordon --trace`).
     #[serde(default)]
@@ -292,6 +301,9 @@ impl Runtime {
             }
             let level = if meta.kernel_enforced { "kernel" } else { "supervisor" };
             annotations.insert(crate::policy::ENFORCEMENT_ANNOTATION.into(), level.into());
+            if let Some(how) = &meta.enforcement {
+                annotations.insert(format!("{}-detail", crate::policy::ENFORCEMENT_ANNOTATION), how.clone());
+            }
         }
         let status = c.status();
         StateJson {

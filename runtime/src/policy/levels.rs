@@ -9,8 +9,16 @@
 //!    it too). The mount calls, `umount2`, `pivot_root`, `chroot` and
 //!    `setns` must be refused by the policy's own filter
 //!    ([`Policy::pins_root`]) so nothing inside can undo them.
-//! 2. **The supervisor** (emulation, as before) for every rule the mounts
-//!    cannot express exactly.
+//! 2. **Landlock** (landlock(7); the kernel's
+//!    Documentation/userspace-api/landlock.rst), for policies shaped as an
+//!    allow-list: a final catch-all `/**` that denies or makes read-only,
+//!    grants `D/**` on directories that exist at create, and restrictions
+//!    inside them that the mounts enforce ([`super::landlock`] checks the
+//!    shape). The runtime applies the ruleset in the container's process
+//!    before its execve; what Landlock has no right for (metadata changes,
+//!    readlink) stays with the supervisor, under the same path rules.
+//! 3. **The supervisor** (emulation, as before) for every rule neither
+//!    level can express exactly.
 //!
 //! A mount protects the object that exists when the container starts, not
 //! a path created later, so only rules on the kernel's own files (below a
@@ -18,7 +26,8 @@
 //! a file) go to the mounts. A rule qualifies when its pattern is a
 //! literal path or `DIR/**` with a literal `DIR` (which covers `DIR`), and
 //! the policy has no `allow` path rule (an exception inside a mask or a
-//! read-only tree is not a mount). If every path rule qualifies, the
+//! read-only tree is not a mount; Landlock may make it). If every path
+//! rule qualifies (at level 1 or 2), the
 //! file syscalls the policy sends to the supervisor only for path rules
 //! stay in the kernel ([`Policy::kernel_enforced`]); else every path rule
 //! stays with the supervisor, as `org.cordon.enforcement = "supervisor"`
@@ -82,15 +91,33 @@ pub enum Existing {
     File,
 }
 
+/// The mechanism that enforces one path rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The container's mounts (level 1): see [`Choice::mount`].
+    Mounts,
+    /// Landlock (level 2): a grant beneath the rule's directory, or (for
+    /// the catch-all `/**`) the rights the ruleset handles.
+    Landlock,
+    /// Nothing to enforce: the rule never decides (an earlier rule matches
+    /// every path it names first), or gives the access the later rules that
+    /// cover it give anyway.
+    Covered,
+    /// The supervisor's emulation (level 3).
+    Supervisor,
+}
+
 /// The level chosen for one path rule, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     /// Index of the rule in the policy's `[[path]]` list.
     pub rule: usize,
+    /// The mechanism that enforces it.
+    pub level: Level,
     /// The rule's pattern.
     pub pattern: String,
-    /// The mount that enforces it and the path it applies to, or `None`:
-    /// the supervisor.
+    /// The mount that enforces it and the path it applies to (`Some` only
+    /// at [`Level::Mounts`]).
     pub mount: Option<(Mount, String)>,
     /// Why this level.
     pub why: String,
@@ -105,20 +132,36 @@ pub struct Choice {
 pub struct Plan {
     /// One entry per `[[path]]` rule, in order.
     pub choices: Vec<Choice>,
-    /// Whether every rule went to the mounts (then the file syscalls stay
-    /// in the kernel).
+    /// Whether every rule went to the kernel (the mounts, or Landlock with
+    /// them): then the file syscalls stay in the kernel.
     pub all_kernel: bool,
+    /// The Landlock ruleset of level 2, when the plan uses it.
+    pub landlock: Option<super::landlock::Landlock>,
+    /// The rule that keeps the policy with the supervisor, if one does.
+    pub blocker: Option<usize>,
 }
 
 impl Plan {
     /// One line for the audit trail and `cordon state`: `kernel (N path
-    /// rules by the container's mounts)`, or `supervisor (why)` with the
-    /// first rule's reason.
+    /// rules by the container's mounts)`, `kernel (N path rules by the
+    /// container's mounts, M by Landlock ABI K)` (N and M count the rules
+    /// each mechanism enforces; the others are covered), or `supervisor
+    /// (why)` with the reason of the rule that keeps the policy there.
     pub fn describe(&self) -> String {
         if self.all_kernel {
-            return format!("kernel ({} path rules by the container's mounts)", self.choices.len());
+            let count = |l: Level| self.choices.iter().filter(|c| c.level == l).count();
+            return match &self.landlock {
+                Some(l) => format!(
+                    "kernel ({} path rules by the container's mounts, {} by Landlock ABI {})",
+                    count(Level::Mounts),
+                    count(Level::Landlock),
+                    l.abi
+                ),
+                None => format!("kernel ({} path rules by the container's mounts)", self.choices.len()),
+            };
         }
-        match self.choices.iter().find(|c| c.mount.is_none()) {
+        let blocker = self.blocker.and_then(|b| self.choices.get(b));
+        match blocker.or_else(|| self.choices.iter().find(|c| c.level == Level::Supervisor)) {
             Some(c) => format!("supervisor (path[{}] {}: {})", c.rule, c.pattern, c.why),
             None => "supervisor".into(),
         }
@@ -128,7 +171,7 @@ impl Plan {
     /// `required` one): renames then stay with the supervisor (see
     /// [`Policy::kernel_enforced`]).
     pub fn guards_renames(&self) -> bool {
-        self.all_kernel && self.choices.iter().any(|c| c.required)
+        self.all_kernel && self.choices.iter().any(|c| c.level == Level::Mounts && c.required)
     }
 
     /// The mounts to make, masks first (a read-only bind made after them
@@ -154,6 +197,37 @@ impl Plan {
 /// The calls that rename a directory entry.
 const RENAMES: [&str; 3] = ["rename", "renameat", "renameat2"];
 
+/// The emulated file calls Landlock has no access right for (ABI 1 to 7):
+/// changes of mode, owner, times, xattrs and file flags (by path and by
+/// fd), and readlink (a denied symlink's target is its content). At level
+/// 2 they stay with the supervisor. Opens, creation, removal, renames,
+/// links and truncation are Landlock's; stat and access are not checked
+/// by Landlock and stay in the kernel (docs/POLICY.md lists the
+/// difference).
+pub const LANDLOCK_UNCOVERED: [&str; 21] = [
+    "chmod",
+    "fchmodat",
+    "fchmodat2",
+    "fchmod",
+    "chown",
+    "lchown",
+    "fchownat",
+    "fchown",
+    "utimensat",
+    "utime",
+    "utimes",
+    "futimesat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "ioctl",
+    "readlink",
+    "readlinkat",
+];
+
 /// One mount of the kernel level, for the runtime to make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedMount {
@@ -168,16 +242,53 @@ pub struct PlannedMount {
 
 /// The literal path a pattern names: itself, or `DIR` for `DIR/**`.
 /// `None` for any other glob.
-fn literal_base(pattern: &str) -> Option<&str> {
+pub(super) fn literal_base(pattern: &str) -> Option<&str> {
     let base = pattern.strip_suffix("/**").unwrap_or(pattern);
     let base = if base.is_empty() { "/" } else { base };
     (!base.contains(['*', '?', '[', ']', '{', '}', '\\'])).then_some(base)
 }
 
 /// Whether `path` is `dir` or below it.
-fn below(path: &str, dir: &str) -> bool {
+pub(super) fn below(path: &str, dir: &str) -> bool {
     let dir = dir.trim_end_matches('/');
     path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) || dir.is_empty()
+}
+
+/// What the planner knows about the container being created.
+pub struct Site<'a> {
+    /// Where the bundle mounts the kernel's own filesystems (`proc`,
+    /// `sysfs`): paths below them only the kernel creates.
+    pub kernel_fs: &'a [String],
+    /// Every mount destination of the bundle: each is a directory when the
+    /// container's process runs (the root of what is mounted there).
+    pub mount_points: &'a [String],
+    /// What a path is at create, reached without a symlink, in the rootfs
+    /// or a bind-mounted volume (`None`: missing, or not known).
+    pub existing: &'a dyn Fn(&str) -> Option<Existing>,
+    /// The running kernel's Landlock ABI version (`None`: no Landlock).
+    pub landlock_abi: Option<u32>,
+}
+
+/// Every rule with the supervisor, each with `why(rule)`.
+fn supervisor_plan(rules: &[super::model::PathRule], why: impl Fn(usize) -> String, blocker: Option<usize>) -> Plan {
+    let choices = rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Choice {
+            rule: i,
+            level: Level::Supervisor,
+            pattern: r.pattern.clone(),
+            mount: None,
+            why: why(i),
+            required: false,
+        })
+        .collect();
+    Plan {
+        choices,
+        all_kernel: false,
+        landlock: None,
+        blocker,
+    }
 }
 
 impl Policy {
@@ -231,7 +342,7 @@ impl Policy {
 
     /// Chooses the level of each path rule for a container whose kernel
     /// filesystems (`proc` and `sysfs` mounts) are at `kernel_fs`, under
-    /// `enforcement`.
+    /// `enforcement`, with nothing known to exist and no Landlock.
     pub fn plan(&self, enforcement: Enforcement, kernel_fs: &[String]) -> Plan {
         self.plan_with(enforcement, kernel_fs, &|_| None)
     }
@@ -243,80 +354,118 @@ impl Policy {
     /// file, goes to the mounts too: a mask or read-only bind protects the
     /// object there at create, and the rule's paths can only ever name
     /// that object (a mount point cannot be removed or renamed: EBUSY).
+    /// No Landlock (see [`Self::plan_at`]).
     pub fn plan_with(
         &self,
         enforcement: Enforcement,
         kernel_fs: &[String],
         existing: &dyn Fn(&str) -> Option<Existing>,
     ) -> Plan {
+        self.plan_at(
+            enforcement,
+            &Site {
+                kernel_fs,
+                mount_points: &[],
+                existing,
+                landlock_abi: None,
+            },
+        )
+    }
+
+    /// Chooses the level of each path rule for the container `site`
+    /// describes: the mounts (level 1) when they take every rule, else
+    /// Landlock with the mounts (level 2) when the rules are shaped as an
+    /// allow-list ([`super::landlock`]) and the kernel's Landlock ABI is at
+    /// least 3, else the supervisor for every path rule, naming the rule
+    /// that keeps the policy there ([`Plan::blocker`]).
+    pub fn plan_at(&self, enforcement: Enforcement, site: &Site<'_>) -> Plan {
         let rules = &self.source.paths;
         let global = if enforcement == Enforcement::Supervisor {
             Some("org.cordon.enforcement = \"supervisor\"".to_string())
         } else if !self.pins_root() {
             Some("the policy lets mounts, chroot or setns through, which could undo a mount".to_string())
         } else {
-            rules
-                .iter()
-                .position(|r| r.access == PathAccess::Allow)
-                .map(|i| format!("path[{i}] allows an exception, which a mount cannot make"))
+            None
         };
-        let choices: Vec<Choice> = rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let supervisor = |why: String| Choice {
-                    rule: i,
-                    pattern: r.pattern.clone(),
-                    mount: None,
-                    why,
-                    required: false,
+        if let Some(why) = global {
+            return supervisor_plan(rules, |_| why.clone(), None);
+        }
+        let mounts: Vec<Result<Choice, String>> = (0..rules.len()).map(|i| self.by_mount(i, site)).collect();
+        if mounts.iter().all(Result::is_ok) {
+            return Plan {
+                choices: mounts.into_iter().map(|c| c.expect("checked")).collect(),
+                all_kernel: true,
+                landlock: None,
+                blocker: None,
+            };
+        }
+        match super::landlock::plan(self, site, &mounts) {
+            Ok((choices, landlock)) => Plan {
+                choices,
+                all_kernel: true,
+                landlock: Some(landlock),
+                blocker: None,
+            },
+            Err((b, why)) => {
+                let own = |i: usize| {
+                    if i == b {
+                        why.clone()
+                    } else {
+                        format!("path[{b}] needs the supervisor, and so every path rule does (one filter for all)")
+                    }
                 };
-                if let Some(why) = &global {
-                    return supervisor(why.clone());
-                }
-                let Some(base) = literal_base(&r.pattern) else {
-                    return supervisor("a glob over paths: matched on every open".into());
-                };
-                let kind = match r.access {
-                    PathAccess::Deny => Mount::Mask,
-                    _ => Mount::ReadOnly,
-                };
-                let how = match kind {
-                    Mount::Mask => "reads empty, writes fail with EROFS",
-                    Mount::ReadOnly => "every change fails with EROFS",
-                };
-                let mount = |why: String, required: bool| Choice {
-                    rule: i,
-                    pattern: r.pattern.clone(),
-                    mount: Some((kind, base.to_string())),
-                    why,
-                    required,
-                };
-                if let Some(fs) = kernel_fs.iter().find(|d| below(base, d)) {
-                    return mount(
-                        format!("{how}; a kernel file below {fs}, which nothing inside can create"),
-                        false,
-                    );
-                }
-                let subtree = r.pattern.ends_with("/**");
-                match existing(base) {
-                    Some(Existing::Dir) if subtree => mount(
-                        format!("{how}; the directory exists at create, and the mount covers everything below it"),
-                        true,
-                    ),
-                    Some(Existing::File) => mount(format!("{how}; the file exists at create"), true),
-                    Some(Existing::Dir) => supervisor(
-                        "a directory without /**: the rule protects the directory, not its files, which a mount cannot tell apart".into(),
-                    ),
-                    None => supervisor(
-                        "not a kernel file, and nothing there at create (or reached through a symlink, or on a mount other than a bind): a mount would not cover a file created there later".into(),
-                    ),
-                }
-            })
-            .collect();
-        let all_kernel = choices.iter().all(|c| c.mount.is_some());
-        Plan { choices, all_kernel }
+                supervisor_plan(rules, own, Some(b))
+            }
+        }
     }
+
+    /// Rule `i` as a mount of level 1, or why a mount cannot enforce it.
+    pub(super) fn by_mount(&self, i: usize, site: &Site<'_>) -> Result<Choice, String> {
+        let r = &self.source.paths[i];
+        if r.access == PathAccess::Allow {
+            return Err("allows an exception, which a mount cannot make".into());
+        }
+        let Some(base) = literal_base(&r.pattern) else {
+            return Err("a glob over paths: matched on every open".into());
+        };
+        let kind = match r.access {
+            PathAccess::Deny => Mount::Mask,
+            _ => Mount::ReadOnly,
+        };
+        let how = match kind {
+            Mount::Mask => "reads empty, writes fail with EROFS",
+            Mount::ReadOnly => "every change fails with EROFS",
+        };
+        let mount = |why: String, required: bool| Choice {
+            rule: i,
+            level: Level::Mounts,
+            pattern: r.pattern.clone(),
+            mount: Some((kind, base.to_string())),
+            why,
+            required,
+        };
+        if let Some(fs) = site.kernel_fs.iter().find(|d| below(base, d)) {
+            return Ok(mount(
+                format!("{how}; a kernel file below {fs}, which nothing inside can create"),
+                false,
+            ));
+        }
+        let subtree = r.pattern.ends_with("/**");
+        match (site.existing)(base) {
+            Some(Existing::Dir) if subtree => Ok(mount(
+                format!("{how}; the directory exists at create, and the mount covers everything below it"),
+                true,
+            )),
+            Some(Existing::File) => Ok(mount(format!("{how}; the file exists at create"), true)),
+            Some(Existing::Dir) => Err(
+                "a directory without /**: the rule protects the directory, not its files, which a mount cannot tell apart".into(),
+            ),
+            None => Err(
+                "not a kernel file, and nothing there at create (or reached through a symlink, or on a mount other than a bind): a mount would not cover a file created there later".into(),
+            ),
+        }
+    }
+
     /// The policy the BPF filter is compiled from in trace mode: every
     /// `deny` (a rule or a denying default action) goes to the supervisor
     /// instead, which takes the same decision from the policy itself and
@@ -354,10 +503,18 @@ impl Policy {
     /// object would then sit at a path the rules no longer name for the
     /// next container. The supervisor refuses renaming a directory above
     /// anything a restrictive rule can match, as at the supervisor level.
-    pub fn kernel_enforced(&self, guard_renames: bool) -> Policy {
+    ///
+    /// With `landlock` (level 2, [`Plan::landlock`]) the calls Landlock
+    /// has no right for stay with the supervisor too
+    /// ([`LANDLOCK_UNCOVERED`]: metadata changes, readlink), which decides
+    /// them with the same path rules as at level 3.
+    pub fn kernel_enforced(&self, guard_renames: bool, landlock: bool) -> Policy {
         let mut kept = vec!["connect", "sendto", "sendmsg", "uname", "sysinfo"];
         if guard_renames {
             kept.extend(RENAMES);
+        }
+        if landlock {
+            kept.extend(LANDLOCK_UNCOVERED);
         }
         let file_nrs: Vec<u32> = EMULATED
             .iter()
@@ -499,7 +656,7 @@ mod tests {
         assert_eq!(mounts.iter().filter(|m| m.1 == "/sys").count(), 1, "deduplicated");
         assert!(mounts.iter().position(|m| m.0 == Mount::ReadOnly) > mounts.iter().rposition(|m| m.0 == Mount::Mask));
         // Its file syscalls then stay in the kernel; the network does not.
-        let k = p.kernel_enforced(false);
+        let k = p.kernel_enforced(false, false);
         let nr = |n| table::number(n).unwrap();
         assert_eq!(k.decide(nr("openat"), &[0; 6]).0, Action::Allow);
         assert_eq!(k.decide(nr("fchmod"), &[0; 6]).0, Action::Allow);
@@ -528,6 +685,196 @@ mod tests {
         assert!(
             !p.plan(Enforcement::Kernel, &[]).all_kernel,
             "no /proc mount: no kernel files"
+        );
+    }
+
+    /// A site with `existing`, /dev, /tmp and /proc as mount points, and
+    /// Landlock ABI `abi`.
+    fn site<'a>(kfs: &'a [String], existing: &'a dyn Fn(&str) -> Option<Existing>, abi: Option<u32>) -> Site<'a> {
+        Site {
+            kernel_fs: kfs,
+            mount_points: MOUNT_POINTS.get_or_init(|| vec!["/dev".into(), "/tmp".into(), "/proc".into()]),
+            existing,
+            landlock_abi: abi,
+        }
+    }
+
+    static MOUNT_POINTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+    fn user(rules: &[(&str, &str)]) -> Policy {
+        let mut src = String::from("name = \"u\"\n");
+        for (pattern, access) in rules {
+            src.push_str(&format!("[[path]]\npattern = \"{pattern}\"\naccess = \"{access}\"\n"));
+        }
+        Policy::from_toml(&src, "u").unwrap()
+    }
+
+    fn dirs(path: &str) -> Option<Existing> {
+        match path {
+            "/data" | "/data/rw" | "/data/rw/keys" | "/data/ro" | "/bin" => Some(Existing::Dir),
+            "/data/f" => Some(Existing::File),
+            _ => None,
+        }
+    }
+
+    /// Grants, a redundant rule, a restriction by a mount inside a grant,
+    /// the catch-all, and the default's rules after it (which never
+    /// decide): Landlock with the mounts, file calls in the kernel but the
+    /// metadata changes and readlink.
+    #[test]
+    fn allow_lists_go_to_landlock_with_the_mounts() {
+        let p = user(&[
+            ("/data/rw/keys/**", "deny"),
+            ("/data/rw/**", "allow"),
+            ("/data/ro/**", "read-only"),
+            ("/dev/**", "allow"),
+            ("/proc/**", "allow"),
+            ("/**", "read-only"),
+        ]);
+        let kfs = kernel_fs();
+        let plan = p.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
+        assert!(plan.all_kernel, "{plan:#?}");
+        let levels: Vec<Level> = plan.choices.iter().map(|c| c.level).collect();
+        use Level::*;
+        assert_eq!(&levels[..6], &[Mounts, Landlock, Covered, Landlock, Landlock, Landlock]);
+        assert!(
+            levels[6..].iter().all(|l| *l == Covered),
+            "after the catch-all: {plan:#?}"
+        );
+        assert!(plan.choices[6].why.contains("never decides: path[5] /**"), "{plan:#?}");
+        assert!(plan.choices[2].why.contains("nothing to enforce"), "{plan:#?}");
+        assert!(plan.choices[3].why.contains("a mount point"), "{plan:#?}");
+        assert!(
+            plan.choices[4].why.contains("kernel directory below /proc"),
+            "{plan:#?}"
+        );
+        let l = plan.landlock.clone().unwrap();
+        assert_eq!((l.abi, l.base), (7, PathAccess::ReadOnly));
+        let grants: Vec<(usize, &str, PathAccess)> =
+            l.grants.iter().map(|g| (g.rule, g.dir.as_str(), g.access)).collect();
+        assert_eq!(
+            grants,
+            [
+                (1, "/data/rw", PathAccess::Allow),
+                (3, "/dev", PathAccess::Allow),
+                (4, "/proc", PathAccess::Allow)
+            ]
+        );
+        assert_eq!(
+            plan.mounts(),
+            [PlannedMount {
+                kind: Mount::Mask,
+                path: "/data/rw/keys".into(),
+                required: true
+            }],
+            "no mount for the rules that never decide"
+        );
+        assert!(plan.guards_renames());
+        assert_eq!(
+            plan.describe(),
+            "kernel (1 path rules by the container's mounts, 4 by Landlock ABI 7)"
+        );
+        // The filter: opens and tree changes in the kernel, what Landlock
+        // has no right for with the supervisor.
+        let k = p.kernel_enforced(plan.guards_renames(), true);
+        let nr = |n| table::number(n).unwrap();
+        for n in ["openat", "mkdirat", "unlinkat", "truncate", "newfstatat"] {
+            assert_eq!(k.decide(nr(n), &[0; 6]).0, Action::Allow, "{n}");
+        }
+        for n in [
+            "fchmod",
+            "fchownat",
+            "utimensat",
+            "setxattr",
+            "fremovexattr",
+            "renameat2",
+        ] {
+            assert_eq!(k.decide(nr(n), &[0; 6]).0, Action::Emulate, "{n}");
+        }
+        // Readable only beneath: a deny base, a read-only grant.
+        let r = user(&[("/bin/**", "read-only"), ("/data/rw/**", "allow"), ("/**", "deny")]);
+        let plan = r.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(3)));
+        let l = plan.landlock.clone().unwrap();
+        assert_eq!(l.base, PathAccess::Deny);
+        assert_eq!(l.grants[0].access, PathAccess::ReadOnly);
+        assert!(!plan.guards_renames());
+        // Level 1 still comes first, and the user's choice of the supervisor
+        // wins.
+        let mounts_only = user(&[("/data/ro/**", "read-only")]);
+        let plan = mounts_only.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
+        assert!(plan.all_kernel && plan.landlock.is_none());
+        assert!(
+            !p.plan_at(Enforcement::Supervisor, &site(&kfs, &dirs, Some(7)))
+                .all_kernel
+        );
+    }
+
+    /// Each rule Landlock and the mounts cannot enforce together keeps the
+    /// policy with the supervisor, named with its reason.
+    #[test]
+    fn shapes_landlock_cannot_enforce_go_to_the_supervisor() {
+        let kfs = kernel_fs();
+        let refused = |rules: &[(&str, &str)], abi: Option<u32>| -> (usize, String) {
+            let plan = user(rules).plan_at(Enforcement::Kernel, &site(&kfs, &dirs, abi));
+            assert!(!plan.all_kernel && plan.landlock.is_none(), "{rules:?}: {plan:#?}");
+            let b = plan.blocker.expect("a blocker");
+            assert!(
+                plan.describe().starts_with(&format!("supervisor (path[{b}] ")),
+                "{}",
+                plan.describe()
+            );
+            (b, plan.choices[b].why.clone())
+        };
+        let writable = [("/data/rw/**", "allow"), ("/**", "read-only")];
+        let (b, why) = refused(&writable, Some(2));
+        assert!(
+            b == 0 && why.contains("Landlock ABI 2") && why.contains("TRUNCATE"),
+            "{why}"
+        );
+        let (_, why) = refused(&writable, None);
+        assert!(why.contains("Landlock is not available"), "{why}");
+        let (b, why) = refused(&[("/data/rw/**", "allow")], Some(7));
+        assert!(b == 0 && why.contains("no catch-all /**"), "{why}");
+        let (b, why) = refused(&[("/work/**", "deny"), ("/**", "allow")], Some(7));
+        assert!(b == 1 && why.contains("catch-all /** allow"), "{why}");
+        let (b, why) = refused(&[("/work/**", "allow"), ("/**", "deny")], Some(7));
+        assert!(b == 0 && why.contains("missing at create"), "{why}");
+        let (b, why) = refused(&[("/data/*.txt", "allow"), ("/**", "read-only")], Some(7));
+        assert!(b == 0 && why.contains("glob"), "{why}");
+        let (b, why) = refused(&[("/data/f", "allow"), ("/**", "read-only")], Some(7));
+        assert!(b == 0 && why.contains("Landlock grants directories"), "{why}");
+        // A grant inside a mask would be hidden by it.
+        let (b, why) = refused(
+            &[("/data/rw/**", "allow"), ("/data/**", "deny"), ("/**", "read-only")],
+            Some(7),
+        );
+        assert!(b == 0 && why.contains("inside path[1] /data/**"), "{why}");
+        // A restriction inside a grant that no mount can make.
+        let (b, why) = refused(
+            &[
+                ("/data/rw/new/**", "deny"),
+                ("/data/rw/**", "allow"),
+                ("/**", "read-only"),
+            ],
+            Some(7),
+        );
+        assert!(b == 0 && why.contains("only a mount can do"), "{why}");
+        // A rule that adds nothing, inside a mask that would take it back.
+        let (b, why) = refused(
+            &[("/data/ro/**", "read-only"), ("/data/**", "deny"), ("/**", "read-only")],
+            Some(7),
+        );
+        assert!(b == 0 && why.contains("take back"), "{why}");
+        // The other rules say which one keeps them there.
+        let plan = user(&[
+            ("/data/ro/**", "read-only"),
+            ("/data/*.txt", "allow"),
+            ("/**", "read-only"),
+        ])
+        .plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
+        assert!(
+            plan.choices[0].why.contains("path[1] needs the supervisor"),
+            "{plan:#?}"
         );
     }
 }

@@ -6,6 +6,7 @@
 //! network matchers. The same compiled form drives the BPF filter
 //! ([`crate::filter`]) and the supervisor's decisions, so the two cannot drift.
 
+pub mod landlock;
 pub mod levels;
 pub mod model;
 mod net;

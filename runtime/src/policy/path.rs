@@ -112,9 +112,35 @@ impl PathPolicy {
     /// files to a path the rules no longer cover, and is refused. Decided
     /// component by component, so wildcards count: `/rw/*/private/**`
     /// restricts below `/rw` and `/rw/a`, not below `/rw/a/public`.
+    ///
+    /// Rules are first-match: a restrictive rule after a rule `E/**` that
+    /// covers `dir` (its `E` matches `dir` or a directory above it) never
+    /// decides below `dir`, and does not count.
     pub fn restricts_below(&self, dir: &str) -> bool {
+        self.restricting_below(dir).is_some()
+    }
+
+    /// The first restrictive rule that may decide something strictly below
+    /// `dir` (see [`Self::restricts_below`]).
+    fn restricting_below(&self, dir: &str) -> Option<usize> {
         let comps: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
-        self.restricted.iter().any(|(_, pat)| may_match_below(pat, &comps))
+        let mut ancestors = vec!["/".to_string()];
+        for c in &comps {
+            let last = ancestors
+                .last()
+                .expect("starts with /")
+                .trim_end_matches('/')
+                .to_string();
+            ancestors.push(format!("{last}/{c}"));
+        }
+        let shadow = self
+            .rules
+            .iter()
+            .position(|(_, d, _)| d.as_ref().is_some_and(|d| ancestors.iter().any(|a| d.is_match(a))));
+        self.restricted
+            .iter()
+            .find(|(i, pat)| shadow.is_none_or(|s| *i <= s) && may_match_below(pat, &comps))
+            .map(|&(i, _)| i)
     }
 
     /// The index (in rule order) of the rule that refuses something about
@@ -129,11 +155,7 @@ impl PathPolicy {
         if let Some(i) = first.filter(|&i| self.rules[i].2 != PathAccess::Allow) {
             return Some(i);
         }
-        let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
-        self.restricted
-            .iter()
-            .find(|(_, pat)| may_match_below(pat, &comps))
-            .map(|&(i, _)| i)
+        self.restricting_below(path)
     }
 
     /// Whether an open of `path` with open(2) `flags` is allowed.
@@ -238,6 +260,32 @@ mod tests {
         assert!(!p.restricts_below("/rw/a/public"));
         assert!(!p.restricts_below("/ro"));
         assert_eq!(p.access("/rw/a/private/key"), PathAccess::Deny);
+    }
+
+    /// First match: under an allow-list (`/data/rw/** allow` before a
+    /// catch-all `/** read-only`) nothing restrictive decides below a
+    /// directory of /data/rw (nor below /data/rw itself), so it may be
+    /// renamed; below /data the catch-all decides.
+    #[test]
+    fn restrictive_rules_shadowed_below_a_directory_do_not_count() {
+        let p = PathPolicy::compile(&[
+            rule("/data/rw/**", PathAccess::Allow),
+            rule("/data/*/keep/**", PathAccess::Deny),
+            rule("/**", PathAccess::ReadOnly),
+        ])
+        .unwrap();
+        assert!(!p.restricts_below("/data/rw/sub"));
+        assert!(!p.restricts_below("/data/rw"));
+        assert!(
+            p.restricts_below("/data"),
+            "the catch-all and /data/*/keep decide below it"
+        );
+        assert!(p.restricts_below("/data/other"));
+        assert!(p.restricts_below("/"));
+        assert_eq!(p.deciding_rule("/data/rw/x"), None);
+        let ro =
+            PathPolicy::compile(&[rule("/data/**", PathAccess::ReadOnly), rule("/**", PathAccess::Allow)]).unwrap();
+        assert!(ro.restricts_below("/data/x"), "the covering rule itself restricts");
     }
 
     /// `D/**` covers `D`: the directory a rule protects cannot be listed,

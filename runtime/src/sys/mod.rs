@@ -107,6 +107,24 @@ pub fn move_mount_to(tree: BorrowedFd<'_>, target: &std::path::Path) -> io::Resu
     .map(drop)
 }
 
+/// The running kernel's Landlock ABI version (landlock_create_ruleset(2)
+/// with `LANDLOCK_CREATE_RULESET_VERSION`), or `None` when Landlock is not
+/// built in or not enabled at boot (ENOSYS, EOPNOTSUPP).
+pub fn landlock_abi() -> Option<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_long = 1;
+    // SAFETY: with a NULL attribute pointer, size 0 and the VERSION flag the
+    // kernel reads no memory and returns the version or an error.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(v).ok().filter(|&v| v > 0)
+}
+
 /// Sets `PR_SET_NO_NEW_PRIVS` on the calling thread (prctl(2)).
 pub fn set_no_new_privs() -> io::Result<()> {
     // SAFETY: prctl with integer arguments only; no memory is passed.

@@ -1,0 +1,265 @@
+//! Allow-list policies ("writable only beneath", "readable only beneath"):
+//! at the default kernel level Landlock enforces them (level 2) with the
+//! supervisor deciding metadata changes; with
+//! `CORDON_TEST_ENFORCEMENT=supervisor` every path rule is the
+//! supervisor's. The same assertions hold at both levels and on both
+//! platforms (`CORDON_TEST_PLATFORM=ptrace`): what is refused, and from
+//! the host that the protected objects never changed and a denied file's
+//! content never reached the container. Return values differ only as
+//! docs/POLICY.md lists (Landlock gives EACCES, or EXDEV for a link or
+//! rename across directories).
+//!
+//! The metadata probe is tests/deputy/deputy.c (`meta FILE`), compiled
+//! with `gcc -static` and bound read-only at /home. Needs root, a real
+//! kernel with Landlock ABI 3 or later, gcc and `make bundles`.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use cordon_tests::*;
+use serde_json::json;
+
+/// The deputy probe, compiled once per test run.
+fn probe() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("landlock-probe");
+        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = dir.join(format!(".{}", unique("deputy")));
+        let out = Command::new("gcc")
+            .args(["-static", "-O2", "-pthread", "-o"])
+            .arg(&tmp)
+            .arg(repo().join("tests/deputy/deputy.c"))
+            .output()
+            .expect("run gcc");
+        assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+        let bin = dir.join("deputy");
+        std::fs::rename(&tmp, &bin).unwrap();
+        bin
+    })
+}
+
+/// Mode, owner, mtime and xattr names of `p`, from the host.
+fn fingerprint(p: &Path) -> (u32, u32, u32, i64, Vec<u8>) {
+    let m = std::fs::symlink_metadata(p).unwrap();
+    let mut xattrs = vec![0u8; 1024];
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a buffer with its length.
+    let n = unsafe { libc::llistxattr(c.as_ptr(), xattrs.as_mut_ptr().cast(), xattrs.len()) };
+    xattrs.truncate(n.max(0) as usize);
+    (m.mode(), m.uid(), m.gid(), m.mtime(), xattrs)
+}
+
+/// A busybox container running `args` with `host` bound read-write at
+/// /data, a tmpfs /tmp, the probe at /home and the policy `policy` (TOML)
+/// from a file of its own; returns the environment and the policy file's
+/// directory (keep it alive).
+fn env(args: &[&str], host: &Path, policy: &str) -> (Env, TempDir) {
+    let mut env = Env::busybox(args);
+    let tools = probe().parent().unwrap().to_path_buf();
+    let mounts = env.config["mounts"].as_array_mut().unwrap();
+    mounts.push(json!({"destination": "/data", "type": "bind", "source": host, "options": ["rbind", "rw"]}));
+    mounts.push(json!({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=1777"]}));
+    mounts.push(json!({"destination": "/home", "type": "bind", "source": tools, "options": ["rbind", "ro"]}));
+    let pol = TempDir::new("landlock-policy");
+    let file = pol.path().join("policy.toml");
+    std::fs::write(&file, policy).unwrap();
+    env.set_policy(&file.to_string_lossy());
+    (env, pol)
+}
+
+const WRITABLE: &str = "name = \"writable\"\n\
+    [[path]]\npattern = \"/data/rw/**\"\naccess = \"allow\"\n\
+    [[path]]\npattern = \"/dev/**\"\naccess = \"allow\"\n\
+    [[path]]\npattern = \"/proc/**\"\naccess = \"allow\"\n\
+    [[path]]\npattern = \"/tmp/**\"\naccess = \"allow\"\n\
+    [[path]]\npattern = \"/**\"\naccess = \"read-only\"\n";
+
+/// A host directory for /data: `rw/old` and `rw/gone` (writable beneath),
+/// `f` (read-only, mode 0644, an old mtime, an xattr `user.pre`).
+fn data_dir() -> TempDir {
+    let data = TempDir::new("landlock-data");
+    let d = data.path();
+    std::fs::create_dir_all(d.join("rw")).unwrap();
+    std::fs::write(d.join("rw/old"), "old\n").unwrap();
+    std::fs::write(d.join("rw/gone"), "g").unwrap();
+    std::fs::write(d.join("f"), "orig").unwrap();
+    std::fs::set_permissions(d.join("f"), std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let f = std::fs::File::options().write(true).open(d.join("f")).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_500_000_000))
+        .unwrap();
+    drop(f);
+    let c = std::ffi::CString::new(d.join("f").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: NUL-terminated path and name, a value with its length.
+    unsafe { libc::setxattr(c.as_ptr(), c"user.pre".as_ptr(), b"1".as_ptr().cast(), 1, 0) };
+    data
+}
+
+/// `/data/rw/** allow` and a catch-all `/** read-only`: everything under
+/// /data/rw can be written, created and removed; under /data every change
+/// fails (EACCES), however the file is named (`..`, `//`,
+/// `/proc/self/root`, a symlink or a dangling one from /data/rw, an fd of
+/// /data), and leaves the host's file as it was (content, mode, times,
+/// xattrs); the granted directory cannot be renamed away, nor a
+/// link to the read-only file made inside it. At the kernel level
+/// `policy show --explain --bundle` names Landlock for the grant, and
+/// `cordon state` and the audit trail's start record say so.
+#[test]
+fn writable_only_beneath() {
+    let data = data_dir();
+    let d = data.path();
+    let before = fingerprint(&d.join("f"));
+    let script = "cd /data; \
+        for t in 'echo new > rw/new' 'echo more >> rw/old' 'mkdir rw/d' 'mkdir rw/d/e' 'rmdir rw/d/e' 'rm rw/gone' \
+                 'mv rw/new rw/d/moved' 'ln -s moved rw/d/sl' 'truncate -s 1 rw/old'; do \
+          sh -c \"$t\" 2>/tmp/err || echo \"FAILED $t: $(cat /tmp/err)\"; done; \
+        for t in 'echo x >> f' 'echo x > f' 'echo x > created' 'rm f' 'mkdir dd' 'ln -s f sl' 'truncate -s 0 f' \
+                 'chmod 777 f' 'touch -d 2001-01-01 f' 'mv rw x' 'ln f rw/hard' 'mv f g'; do \
+          sh -c \"$t\" 2>/tmp/err && echo \"ALLOWED $t\"; \
+          grep -q -e 'Permission denied' -e 'ross-device' /tmp/err || echo \"ODD $t: $(cat /tmp/err)\"; done; \
+        ln -s /data/f rw/lnk; ln -s /data/nx rw/dangling; exec 3</data; \
+        for t in 'echo x >> rw/../f' 'echo x >> //data//f' 'echo x >> /proc/self/root/data/f' 'echo x >> rw/lnk' \
+                 'echo x > rw/dangling' 'echo x >> /proc/self/fd/3/f' 'echo x >> /dev/fd/3/f' 'cd rw && echo x >> ../f'; do \
+          sh -c \"$t\" 2>/dev/null && echo \"ALLOWED $t\"; done; \
+        /home/deputy meta /data/f; echo done";
+    let (env, _pol) = env(&["sh", "-c", script], d, WRITABLE);
+    let id = unique("landlock-w");
+    let out = env.run_keep(&id);
+    let text = ok(&out);
+    assert!(!text.contains("FAILED"), "writing beneath /data/rw failed: {text}");
+    assert!(
+        !text.contains("ALLOWED"),
+        "ESCAPE: a change under /data got through: {text}"
+    );
+    assert!(!text.contains("ODD"), "an unexpected error: {text}");
+    assert!(text.trim_end().ends_with("done"), "{text}");
+    // The probe: opening for reading works, every metadata change fails.
+    let meta: Vec<&str> = text
+        .lines()
+        .filter(|l| l.split_once(' ').is_some_and(|(k, _)| k != "open-ro" && k != "done"))
+        .filter(|l| !l.ends_with(" err EACCES"))
+        .collect();
+    assert!(text.contains("open-ro ok"), "{text}");
+    assert!(meta.is_empty(), "ESCAPE: metadata changes got through: {meta:?}");
+    // From the host.
+    assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), "orig");
+    assert_eq!(
+        fingerprint(&d.join("f")),
+        before,
+        "ESCAPE: the read-only file's metadata changed"
+    );
+    assert!(
+        d.join("rw").is_dir() && !d.join("x").exists(),
+        "the granted directory moved"
+    );
+    for p in ["created", "dd", "sl", "g", "rw/hard", "sock", "nx"] {
+        assert!(
+            !d.join(p).exists() && d.join(p).symlink_metadata().is_err(),
+            "ESCAPE: {p} created"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(d.join("rw/old")).unwrap(), "o");
+    assert_eq!(std::fs::read_to_string(d.join("rw/d/moved")).unwrap(), "new\n");
+    assert!(!d.join("rw/gone").exists());
+    // What chose the level, and where it is recorded.
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    let explained = ok(&env.cordon(&[
+        "policy",
+        "show",
+        "--explain",
+        "--bundle",
+        &b,
+        env.policy.as_deref().unwrap(),
+    ]));
+    assert!(
+        explained.contains("path[0] /data/rw/** allow: landlock (Landlock grants allow beneath /data/rw"),
+        "{explained}"
+    );
+    assert!(explained.contains("path[4] /** read-only: landlock ("), "{explained}");
+    let state = env.state(&id);
+    let start = &env.audit(&id)[0];
+    if kernel_level() {
+        let detail = state["annotations"]["org.cordon.enforcement-detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(detail.contains("by Landlock ABI"), "{state}");
+        assert!(
+            start["detail"].as_str().unwrap_or_default().contains(&detail),
+            "{start}"
+        );
+        assert!(
+            !env.audit(&id).iter().any(|r| r["syscall"] == "openat"),
+            "opens stay in the kernel"
+        );
+    } else {
+        assert_eq!(state["annotations"]["org.cordon.enforcement"], "supervisor");
+    }
+}
+
+/// A `cordon exec` process gets the container's ruleset too.
+#[test]
+fn exec_processes_are_confined_alike() {
+    let data = data_dir();
+    let d = data.path();
+    let (env, _pol) = env(&["sleep", "30"], d, WRITABLE);
+    let id = unique("landlock-x");
+    let out = env.create(&id);
+    assert!(out.status.success(), "create: {}", stderr(&out));
+    let out = env.cordon(&["start", &id]);
+    assert!(out.status.success(), "start: {}", stderr(&out));
+    let out = env.cordon(&[
+        "exec",
+        &id,
+        "sh",
+        "-c",
+        "echo x >> /data/f; echo y > /data/rw/y; echo rc=$?",
+    ]);
+    let text = stdout(&out);
+    assert!(text.contains("rc=0"), "{text} {}", stderr(&out));
+    assert!(stderr(&out).contains("Permission denied"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(d.join("f")).unwrap(),
+        "orig",
+        "ESCAPE: exec wrote /data/f"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("rw/y")).unwrap(), "y\n");
+    let _ = env.cordon(&["delete", "--force", &id]);
+}
+
+/// `/bin/** read-only`, `/data/rw/** allow`, `/dev/** allow` and a
+/// catch-all `/** deny`: the payload runs from /bin, /data/rw works, and
+/// neither a file nor a listing outside the grants can be read: the
+/// secret's content never appears.
+#[test]
+fn readable_only_beneath() {
+    let data = TempDir::new("landlock-data");
+    let d = data.path();
+    std::fs::create_dir_all(d.join("rw")).unwrap();
+    std::fs::write(d.join("secret"), "TOPSECRET").unwrap();
+    let policy = "name = \"readable\"\n\
+        [[path]]\npattern = \"/bin/**\"\naccess = \"read-only\"\n\
+        [[path]]\npattern = \"/dev/**\"\naccess = \"allow\"\n\
+        [[path]]\npattern = \"/data/rw/**\"\naccess = \"allow\"\n\
+        [[path]]\npattern = \"/**\"\naccess = \"deny\"\n";
+    let script = "cat /data/secret && echo READ; ls / && echo LISTED; ls /data && echo LISTED2; \
+        cp /data/secret /data/rw/copy && echo COPIED; echo hi > /data/rw/w && cat /data/rw/w; ls /data/rw; \
+        echo x > /bin/new && echo WROTE; echo done";
+    let (env, _pol) = env(&["sh", "-c", script], d, policy);
+    let out = env.run(&unique("landlock-r"));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        !all.contains("TOPSECRET"),
+        "ESCAPE: the secret's content reached the container: {all}"
+    );
+    let text = ok(&out);
+    for leak in ["READ", "LISTED", "LISTED2", "COPIED", "WROTE"] {
+        assert!(!text.lines().any(|l| l == leak), "ESCAPE: {leak}: {text}");
+    }
+    assert!(text.contains("hi\n") && text.contains("w\n"), "/data/rw: {text}");
+    assert!(text.trim_end().ends_with("done"), "{text}");
+    assert!(!d.join("rw/copy").exists());
+    assert!(stderr(&out).contains("Permission denied"), "{}", stderr(&out));
+}
