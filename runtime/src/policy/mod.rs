@@ -8,6 +8,7 @@
 
 pub mod levels;
 pub mod model;
+pub mod names;
 mod net;
 mod path;
 
@@ -502,6 +503,19 @@ impl Policy {
                 }
             }
         }
+        let dns = &file.dns;
+        if dns.ttl_min > dns.ttl_max {
+            return Err(invalid(
+                "dns.ttl_min".into(),
+                format!("{} is above dns.ttl_max ({})", dns.ttl_min, dns.ttl_max),
+            ));
+        }
+        if !(1..=30_000).contains(&dns.timeout_ms) {
+            return Err(invalid(
+                "dns.timeout_ms".into(),
+                format!("{} is not between 1 and 30000 milliseconds", dns.timeout_ms),
+            ));
+        }
         let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
         let net = NetPolicy::compile(&file.net, file.net_default)
             .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;
@@ -653,7 +667,16 @@ impl Policy {
             .1
             .and_then(|i| self.source.net.get(i).map(|r| (i, r)))
         {
-            Some((i, r)) => with_note(format!("net[{i}] {}", r.cidr), &r.note),
+            Some((i, r)) => with_note(format!("net[{i}] {}", r.target()), &r.note),
+            None => "net_default".into(),
+        }
+    }
+
+    /// [`Self::explain_net`] for the net rule of index `i` (`None`:
+    /// `net_default`).
+    pub fn explain_net_rule(&self, i: Option<usize>) -> String {
+        match i.and_then(|i| self.source.net.get(i).map(|r| (i, r))) {
+            Some((i, r)) => with_note(format!("net[{i}] {}", r.target()), &r.note),
             None => "net_default".into(),
         }
     }
