@@ -150,13 +150,14 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
         )
     })?;
     if a.stats {
-        let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
         for r in cordon::supervisor::audit::read_all(&path)? {
-            *counts.entry((r.syscall, r.action)).or_default() += 1;
+            let name = r.host().unwrap_or("-").to_string();
+            *counts.entry((r.syscall, r.action, name)).or_default() += 1;
         }
-        println!("{:<16} {:<8} {:>8}", "SYSCALL", "ACTION", "COUNT");
-        for ((s, act), n) in counts {
-            println!("{s:<16} {act:<8} {n:>8}");
+        println!("{:<16} {:<8} {:<32} {:>8}", "SYSCALL", "ACTION", "NAME", "COUNT");
+        for ((s, act, name), n) in counts {
+            println!("{s:<16} {act:<8} {name:<32} {n:>8}");
         }
         return Ok(0);
     }

@@ -14,6 +14,7 @@ mod create;
 pub mod executor;
 pub mod foreground;
 mod harden;
+pub mod resolver;
 pub mod setup_log;
 pub mod validate;
 
