@@ -145,12 +145,13 @@ const DNS_PORTS: [u16; 2] = [53, 853];
 /// (the address, after the name the resolver answered it for when it
 /// did: `pypi.org (151.101.0.223):443`) and `Err((EPERM, rule))` when
 /// denied, with the rule that denied (see
-/// [`crate::policy::Policy::explain_net`]). `send`: the address of a
+/// [`crate::policy::Policy::explain_net`]); `Ok(Some(rule))` when a `host`
+/// rule allowed. `send`: the address of a
 /// sendto/sendmsg (see [`Addr::send_ip`]).
-fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<(), (i32, String)>) {
+fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<Option<String>, (i32, String)>) {
     let dest = if send { addr.send_ip() } else { addr.ip() };
     let Some((ip, port)) = dest else {
-        return (addr.describe(), Ok(()));
+        return (addr.describe(), Ok(None));
     };
     let net = &ctx.sup.policy.net;
     if net.has_names() && DNS_PORTS.contains(&port) {
@@ -163,7 +164,7 @@ fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<(), (i32, St
             r.ip() == ip && r.port() == port
         });
         if to_resolver {
-            return (format!("resolver {}", addr.describe()), Ok(()));
+            return (format!("resolver {}", addr.describe()), Ok(None));
         }
         return (
             addr.describe(),
@@ -177,13 +178,14 @@ fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<(), (i32, St
     let (action, rule, which) = net.decide_named(ip, port, &names);
     let name = which.or(if names.is_empty() { None } else { Some(0) }).and_then(|i| names.get(i));
     let detail = match name {
-        Some(n) => format!("{n} ({})", addr.describe()),
+        Some(n) => format!("{n} ({ip}):{port}"),
         None => addr.describe(),
     };
     if action == NetAction::Deny {
         return (detail, Err((libc::EPERM, ctx.sup.policy.explain_net_rule(rule))));
     }
-    (detail, Ok(()))
+    let by = which.map(|_| ctx.sup.policy.explain_net_rule(rule));
+    (detail, Ok(by))
 }
 
 fn socket_copy(ctx: &Ctx<'_>, fd: i32) -> Result<OwnedFd, i32> {
@@ -280,7 +282,7 @@ struct Prepared {
 fn prepare(
     ctx: &Ctx<'_>,
     addr: &Addr,
-    verdict: Result<(), (i32, String)>,
+    verdict: Result<Option<String>, (i32, String)>,
     detail: &str,
 ) -> Result<Prepared, Outcome> {
     let out = |e, action| Outcome::new(Reply::Errno(e), action, detail.to_string());
@@ -307,6 +309,7 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "connect: bad address".into()),
     };
     let (detail, verdict) = check(ctx, &addr, false);
+    let by = verdict.clone().ok().flatten();
     let Prepared {
         sock,
         addr: bytes,
@@ -325,11 +328,11 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         r
     };
     if blocking {
-        let d2 = detail.clone();
-        let job = Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2));
-        return Outcome::new(Reply::Blocking(job), "allow", detail);
+        let (d2, by2) = (detail.clone(), by.clone());
+        let job = Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2));
+        return Outcome::new(Reply::Blocking(job), "allow", detail).by(by);
     }
-    Outcome::new(run(), "allow", detail)
+    Outcome::new(run(), "allow", detail).by(by)
 }
 
 /// bind(fd, addr, len). Every bind comes here (BPF cannot see the
@@ -508,6 +511,7 @@ pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
         return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", addr.describe());
     }
     let (shown, verdict) = check(ctx, &addr, true);
+    let by = verdict.clone().ok().flatten();
     let detail = format!("{shown} {len} bytes");
     let Prepared {
         sock,
@@ -540,14 +544,15 @@ pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
         r
     };
     if flags & libc::MSG_DONTWAIT == 0 {
-        let d2 = detail.clone();
+        let (d2, by2) = (detail.clone(), by.clone());
         return Outcome::new(
-            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2))),
+            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2))),
             "allow",
             detail,
-        );
+        )
+        .by(by);
     }
-    Outcome::new(run(), "allow", detail)
+    Outcome::new(run(), "allow", detail).by(by)
 }
 
 /// `struct msghdr` as the caller laid it out (x86-64: 56 bytes).
@@ -730,8 +735,9 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
     }
     let (shown, verdict) = match &addr {
         Some(a) => check(ctx, a, true),
-        None => ("connected".into(), Ok(())),
+        None => ("connected".into(), Ok(None)),
     };
+    let by = verdict.clone().ok().flatten();
     let detail = format!("{shown} {} bytes", data.len());
     if !ctx.still_valid() {
         return Ok(Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail));
@@ -805,14 +811,15 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
         r
     };
     if blocking {
-        let d2 = detail.clone();
+        let (d2, by2) = (detail.clone(), by.clone());
         return Ok(Outcome::new(
-            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2))),
+            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2))),
             "allow",
             detail,
-        ));
+        )
+        .by(by));
     }
-    Ok(Outcome::new(run(), "allow", detail))
+    Ok(Outcome::new(run(), "allow", detail).by(by))
 }
 
 /// Checks the `struct ucred` (pid, uid, gid: 12 bytes) of an
