@@ -1,6 +1,6 @@
 //! Policies: what happens to each syscall, file path and network destination.
 //!
-//! A policy is loaded from a built-in name (`default`, `audit`, `permissive`) or
+//! A policy is loaded from a built-in name (`default`, `audit`, `permissive`, `agent`) or
 //! a file (TOML, or JSON when the name ends in `.json`), validated, and compiled
 //! into a [`Policy`]: per syscall number an ordered list of rules, plus path and
 //! network matchers. The same compiled form drives the BPF filter
@@ -27,6 +27,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("default", include_str!("../../policies/default.toml")),
     ("audit", include_str!("../../policies/audit.toml")),
     ("permissive", include_str!("../../policies/permissive.toml")),
+    ("agent", include_str!("../../policies/agent.toml")),
 ];
 
 /// Syscalls the supervisor can emulate; `emulate` on any other is an error.
@@ -244,7 +245,7 @@ pub enum PolicyError {
         msg: String,
     },
     /// Neither a built-in name nor an existing file.
-    #[error("policy {0:?}: no such built-in policy or file (built-in: default, audit, permissive)")]
+    #[error("policy {0:?}: no such built-in policy or file (built-in: default, audit, permissive, agent)")]
     NotFound(String),
 }
 
@@ -374,7 +375,7 @@ impl Policy {
                 return Err(PolicyError::Invalid {
                     policy: origin.to_string(),
                     rule: "extends".into(),
-                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive) or \"none\""),
+                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive, agent) or \"none\""),
                 });
             };
             let base = Self::from_toml(src, &base)?.source;
