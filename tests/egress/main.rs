@@ -453,6 +453,37 @@ for attempt in range(30):
     let _ = net;
 }
 
+/// A container with a network namespace of its own and nothing in it but
+/// `lo`: its nameserver cannot be reached, and an allowed name fails at
+/// once (EAI_AGAIN, from SERVFAIL) instead of hanging.
+#[test]
+fn a_container_without_network_gets_servfail() {
+    let dir = TempDir::new("egress-nonet");
+    let policy = dir.path().join("p.toml");
+    std::fs::write(&policy, format!("name = \"egress\"\nnet_default = \"deny\"\n{RULES}")).unwrap();
+    let mut env = Env::python(&[
+        "python3",
+        "-c",
+        "import socket\ntry:\n    socket.getaddrinfo('allowed.test', 80, socket.AF_INET)\n    print('resolved')\nexcept socket.gaierror as e:\n    print('gaierror', e.errno)\nprint(open('/etc/resolv.conf').read())",
+    ]);
+    env.set_policy(&policy.to_string_lossy());
+    let id = unique("egress-nonet");
+    let out = env.run_keep(&id);
+    let text = ok(&out);
+    assert!(text.starts_with("gaierror -3\n"), "{text}");
+    assert!(
+        text.contains("\nnameserver 127.0.0.53\n") && text.contains("\noptions single-request\n"),
+        "the container's resolv.conf is cordon's: {text}"
+    );
+    let audit = env.audit(&id);
+    assert!(
+        audit
+            .iter()
+            .any(|r| r["syscall"] == "dns" && r["result"] == "SERVFAIL (no nameserver)"),
+        "{audit:#?}"
+    );
+}
+
 #[test]
 fn host_rules_need_a_network_namespace() {
     let net = TestNet::new();

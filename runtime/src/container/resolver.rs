@@ -154,7 +154,15 @@ pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
         nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
         let _ = crate::sys::set_link_up("lo");
         let address = SocketAddr::new(IpAddr::V4(RESOLVER_V4), 53);
-        let listen = UdpSocket::bind(address)?;
+        let listen = UdpSocket::bind(address).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                std::io::Error::other(format!(
+                    "{address} is taken in this network namespace (another container's resolver, or a DNS server of its own): one namespace holds one resolver"
+                ))
+            } else {
+                e
+            }
+        })?;
         let upstream_socket = |ns: &SocketAddr| -> std::io::Result<OwnedFd> {
             let any: SocketAddr = if ns.is_ipv4() {
                 "0.0.0.0:0".parse().map_err(std::io::Error::other)?

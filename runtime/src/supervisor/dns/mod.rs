@@ -218,7 +218,7 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         Ok(q) => q,
         Err(wire::Bad::NoHeader) => return None,
         Err(wire::Bad::Answer(rc)) => {
-            sup.audit.record(0, "dns", "malformed query", "deny", rcode_name(rc));
+            sup.audit.record(0, "dns", "(malformed)", "deny", rcode_name(rc));
             return wire::reply_header_only(msg, rc);
         }
     };
