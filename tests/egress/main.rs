@@ -115,7 +115,7 @@ fn dns_answer(q: &[u8], asked: &Mutex<BTreeMap<String, usize>>) -> Option<Vec<u8
         out.extend_from_slice(&owner);
         out.extend_from_slice(&[0, 5, 0, 1, 0, 0, 1, 44]);
         let target = encode_name(c);
-        owner = vec![0xc0 | (out.len() + 2 >> 8) as u8, (out.len() + 2) as u8];
+        owner = vec![0xc0 | ((out.len() + 2) >> 8) as u8, (out.len() + 2) as u8];
         out.extend_from_slice(&(target.len() as u16).to_be_bytes());
         out.extend_from_slice(&target);
         count += 1;
@@ -156,7 +156,8 @@ impl TestNet {
         let mut threads = Vec::new();
         {
             let (stop, asked) = (Arc::clone(&stop), Arc::clone(&asked));
-            dns.set_read_timeout(Some(std::time::Duration::from_millis(50))).unwrap();
+            dns.set_read_timeout(Some(std::time::Duration::from_millis(50)))
+                .unwrap();
             threads.push(std::thread::spawn(move || {
                 let mut buf = [0u8; 1500];
                 while !stop.load(Ordering::SeqCst) {
@@ -191,7 +192,11 @@ impl TestNet {
             }));
         }
         let dir = TempDir::new("egress");
-        std::fs::write(dir.path().join("resolv.conf"), "nameserver 10.77.0.1\noptions timeout:5 attempts:1\n").unwrap();
+        std::fs::write(
+            dir.path().join("resolv.conf"),
+            "nameserver 10.77.0.1\noptions timeout:5 attempts:1\n",
+        )
+        .unwrap();
         TestNet {
             container_ns: c,
             server_ns: s,
@@ -347,7 +352,11 @@ fn names_allow_deny_cname_and_literals() {
     for (k, v) in want {
         assert_eq!(got.get(k).copied(), Some(v), "{k}; all output:\n{text}");
     }
-    assert_eq!(net.asked("denied.test"), 0, "a denied name never reaches the nameserver");
+    assert_eq!(
+        net.asked("denied.test"),
+        0,
+        "a denied name never reaches the nameserver"
+    );
     assert_eq!(net.asked("other.test"), 0, "nor does a name no rule allows");
     assert!(net.asked("cname.test") > 0, "an allowed name does");
     let audit = env.audit(&id);
@@ -431,13 +440,15 @@ for attempt in range(30):
     let state = env.state(&id);
     let pid = state["pid"].as_i64().unwrap() as i32;
     // The init execs sleep once a lookup after the flood succeeded.
-    wait_until("a lookup after the flood", std::time::Duration::from_secs(120), || {
-        match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+    wait_until(
+        "a lookup after the flood",
+        std::time::Duration::from_secs(120),
+        || match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
             Ok(c) if c.trim() == "sleep" => Ok(()),
             Ok(c) => Err(format!("init runs {}", c.trim())),
             Err(e) => panic!("the container's init exited: {e}"),
-        }
-    });
+        },
+    );
     let dns_threads = thread_names(sup).iter().filter(|n| *n == "dns").count();
     assert_eq!(dns_threads, 4, "no thread per query");
     let rss_kb = proc_status(sup, "VmRSS").unwrap();

@@ -344,7 +344,13 @@ impl Runtime {
     /// Executor installs itself after its handshake ([`super::bundle_seccomp`]);
     /// and `extra`, a mount added after the bundle's own (the resolver's
     /// /etc/resolv.conf).
-    fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec, extra: Option<oci_spec::runtime::Mount>) -> Result<PathBuf> {
+    fn shadow_bundle(
+        &self,
+        id: &str,
+        bundle: &Path,
+        mut spec: Spec,
+        extra: Option<oci_spec::runtime::Mount>,
+    ) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };

@@ -64,8 +64,7 @@ fn original(spec: &Spec, bundle: &Path) -> String {
         .mounts()
         .iter()
         .flatten()
-        .filter(|m| m.destination() == Path::new("/etc/resolv.conf"))
-        .next_back()
+        .rfind(|m| m.destination() == Path::new("/etc/resolv.conf"))
         .and_then(|m| m.source().clone());
     if let Some(src) = mounted {
         let src = if src.is_absolute() { src } else { bundle.join(src) };
@@ -147,8 +146,8 @@ pub fn prepare(dir: &Path, bundle: &Path, spec: &Spec) -> Result<(Plan, Mount)> 
 /// cannot be reached from that namespace (no route: a container without
 /// network) is left out; lookups of allowed names then get SERVFAIL.
 pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
-    let ns = std::fs::File::open(format!("/proc/{pid}/ns/net"))
-        .map_err(io("open the container's network namespace"))?;
+    let ns =
+        std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(io("open the container's network namespace"))?;
     let servers = plan.nameservers.clone();
     let made = std::thread::spawn(move || -> std::io::Result<Handover> {
         nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;

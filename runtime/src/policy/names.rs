@@ -85,7 +85,10 @@ pub fn normalize(text: &str) -> Result<String, String> {
             return Err("an empty label (two dots in a row)".into());
         }
         if label.len() > MAX_LABEL {
-            return Err(format!("label {label:?} has {} characters, at most {MAX_LABEL}", label.len()));
+            return Err(format!(
+                "label {label:?} has {} characters, at most {MAX_LABEL}",
+                label.len()
+            ));
         }
         if let Some(c) = label
             .chars()
@@ -148,7 +151,9 @@ fn punycode_valid(s: &str) -> bool {
             if digit < t {
                 break;
             }
-            let Some(nw) = w.checked_mul(BASE - t) else { return false };
+            let Some(nw) = w.checked_mul(BASE - t) else {
+                return false;
+            };
             w = nw;
             k += BASE;
         }

@@ -140,12 +140,15 @@ impl NetPolicy {
     }
 
     fn first_host_rule(&self, name: &str) -> Option<(NetAction, usize)> {
-        self.rules.iter().enumerate().find_map(|(i, (t, ports, action))| match t {
-            Target::Host(h) if h.matches(name) && !(*action == NetAction::Deny && !ports.is_empty()) => {
-                Some((*action, i))
-            }
-            _ => None,
-        })
+        self.rules
+            .iter()
+            .enumerate()
+            .find_map(|(i, (t, ports, action))| match t {
+                Target::Host(h) if (ports.is_empty() || *action != NetAction::Deny) && h.matches(name) => {
+                    Some((*action, i))
+                }
+                _ => None,
+            })
     }
 }
 
@@ -216,11 +219,24 @@ mod name_tests {
         assert!(p.has_names());
         let ip: IpAddr = "10.1.2.3".parse().unwrap();
         let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(p.decide_named(ip, 443, &names(&["a.example.com"])), (NetAction::Allow, Some(1), Some(0)));
-        assert_eq!(p.decide_named(ip, 80, &names(&["a.example.com"])), (NetAction::Deny, Some(2), None));
-        assert_eq!(p.decide_named(ip, 443, &[]), (NetAction::Deny, Some(2), None), "an IP literal");
+        assert_eq!(
+            p.decide_named(ip, 443, &names(&["a.example.com"])),
+            (NetAction::Allow, Some(1), Some(0))
+        );
+        assert_eq!(
+            p.decide_named(ip, 80, &names(&["a.example.com"])),
+            (NetAction::Deny, Some(2), None)
+        );
+        assert_eq!(
+            p.decide_named(ip, 443, &[]),
+            (NetAction::Deny, Some(2), None),
+            "an IP literal"
+        );
         let other: IpAddr = "192.0.2.1".parse().unwrap();
-        assert_eq!(p.decide_named(other, 80, &names(&["x", "pypi.org"])), (NetAction::Allow, Some(3), Some(1)));
+        assert_eq!(
+            p.decide_named(other, 80, &names(&["x", "pypi.org"])),
+            (NetAction::Allow, Some(3), Some(1))
+        );
         assert_eq!(p.decide_named(other, 80, &[]), (NetAction::Deny, None, None));
         assert_eq!(p.decide_name("pypi.org"), (NetAction::Allow, Some(3)));
         assert_eq!(p.decide_name("evil.example.com"), (NetAction::Deny, Some(0)));
@@ -232,7 +248,10 @@ mod name_tests {
 
     #[test]
     fn bad_rules() {
-        let e = NetPolicy::compile(&[rule(Some("10.0.0.0/8"), Some("a.com"), &[], NetAction::Deny)], NetAction::Allow);
+        let e = NetPolicy::compile(
+            &[rule(Some("10.0.0.0/8"), Some("a.com"), &[], NetAction::Deny)],
+            NetAction::Allow,
+        );
         assert_eq!(e.unwrap_err().1, "host");
         let e = NetPolicy::compile(&[rule(None, None, &[], NetAction::Deny)], NetAction::Allow);
         assert_eq!(e.unwrap_err().1, "cidr");

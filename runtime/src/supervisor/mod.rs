@@ -12,8 +12,8 @@
 pub mod audit;
 mod confine;
 pub mod creds;
-pub mod dns;
 pub mod devices;
+pub mod dns;
 pub mod handshake;
 mod lifetime;
 mod notify;
@@ -470,8 +470,13 @@ fn attach(
 fn start_resolver(sup: &Arc<Supervisor>, h: dns::Handover, stream: &mut UnixStream) {
     static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !sup.policy.net.has_names() || STARTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
-        sup.audit
-            .record(0, "supervisor", "unexpected resolver handover refused", "event", "error");
+        sup.audit.record(
+            0,
+            "supervisor",
+            "unexpected resolver handover refused",
+            "event",
+            "error",
+        );
         return;
     }
     let what = format!(

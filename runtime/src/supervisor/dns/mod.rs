@@ -346,7 +346,11 @@ mod tests {
         n.bind(ip, "c.example", Duration::ZERO);
         assert!(!n.of(ip).contains(&"c.example".to_string()), "expired at once");
         for i in 0..(MAX_BINDINGS as u32 + 10) {
-            n.bind(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i)), "x", Duration::from_secs(600));
+            n.bind(
+                IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i)),
+                "x",
+                Duration::from_secs(600),
+            );
         }
         let t = n.table.lock().unwrap();
         let total: usize = t.map.values().map(Vec::len).sum();

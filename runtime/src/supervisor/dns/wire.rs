@@ -108,7 +108,7 @@ pub fn read_name(msg: &[u8], mut at: usize) -> Option<(String, usize)> {
                 at += 1 + len;
             }
             0xc0 => {
-                let ptr = (usize::from(u16_at(msg, at)?) & 0x3fff) as usize;
+                let ptr = usize::from(u16_at(msg, at)?) & 0x3fff;
                 end.get_or_insert(at + 2);
                 jumps += 1;
                 if jumps > MAX_JUMPS {
@@ -336,7 +336,10 @@ pub(crate) mod tests {
     #[test]
     fn queries() {
         let q = parse_query(&query(7, "PyPI.org", TYPE_A)).unwrap();
-        assert_eq!((q.id, q.rd, q.name.as_str(), q.qtype, q.edns), (7, true, "pypi.org", 1, None));
+        assert_eq!(
+            (q.id, q.rd, q.name.as_str(), q.qtype, q.edns),
+            (7, true, "pypi.org", 1, None)
+        );
         let r = reply(&q, NXDOMAIN);
         assert_eq!(&r[..4], &[0, 7, 0x81, 0x83]);
         assert_eq!(&r[HEADER..], &q.question[..]);
@@ -405,7 +408,13 @@ pub(crate) mod tests {
     fn responses_and_chains() {
         let raw = query(5, "files.pythonhosted.org", TYPE_A);
         let q = parse_query(&raw).unwrap();
-        let a = answer(9, &raw, Some("dualstack.python.map.fastly.net"), &[[151, 101, 0, 223]], 60);
+        let a = answer(
+            9,
+            &raw,
+            Some("dualstack.python.map.fastly.net"),
+            &[[151, 101, 0, 223]],
+            60,
+        );
         assert_eq!(parse_response(&a, 5, &q), None, "another ID");
         let r = parse_response(&a, 9, &q).unwrap();
         assert_eq!(r.rcode, NOERROR);

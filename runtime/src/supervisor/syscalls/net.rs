@@ -176,7 +176,9 @@ fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<Option<Strin
     }
     let names = ctx.sup.names.of(ip);
     let (action, rule, which) = net.decide_named(ip, port, &names);
-    let name = which.or(if names.is_empty() { None } else { Some(0) }).and_then(|i| names.get(i));
+    let name = which
+        .or(if names.is_empty() { None } else { Some(0) })
+        .and_then(|i| names.get(i));
     let detail = match name {
         Some(n) => format!("{n} ({ip}):{port}"),
         None => addr.describe(),
