@@ -247,6 +247,27 @@ mod name_tests {
     }
 
     #[test]
+    fn the_agent_policy() {
+        let p = crate::policy::Policy::load("agent").unwrap();
+        let n = &p.net;
+        assert!(n.has_names());
+        assert_eq!(n.decide_name("pypi.org").0, NetAction::Allow);
+        assert_eq!(n.decide_name("raw.githubusercontent.com").0, NetAction::Allow);
+        assert_eq!(n.decide_name("example.com").0, NetAction::Deny);
+        let names = vec!["pypi.org".to_string()];
+        let cdn: IpAddr = "151.101.0.223".parse().unwrap();
+        assert_eq!(n.decide_named(cdn, 443, &names).0, NetAction::Allow);
+        assert_eq!(n.decide_named(cdn, 22, &names).0, NetAction::Deny, "port 443 only");
+        assert_eq!(n.decide_named(cdn, 443, &[]).0, NetAction::Deny, "an IP literal");
+        let metadata: IpAddr = "169.254.169.254".parse().unwrap();
+        assert_eq!(
+            n.decide_named(metadata, 443, &names).0,
+            NetAction::Deny,
+            "no name's answer reaches the metadata service"
+        );
+    }
+
+    #[test]
     fn bad_rules() {
         let e = NetPolicy::compile(
             &[rule(Some("10.0.0.0/8"), Some("a.com"), &[], NetAction::Deny)],
