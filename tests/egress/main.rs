@@ -513,6 +513,34 @@ fn host_rules_need_a_network_namespace() {
     );
 }
 
+/// CAP_NET_ADMIN in its own network namespace would let the container
+/// send the resolver's queries to a nameserver of its own: refused, at
+/// create and at exec.
+#[test]
+fn host_rules_refuse_cap_net_admin() {
+    let net = TestNet::new();
+    let mut env = Env::busybox(&["sleep", "60"]);
+    net.configure(&mut env, RULES);
+    let caps = env.config["process"]["capabilities"]["bounding"]
+        .as_array_mut()
+        .unwrap();
+    caps.push("CAP_NET_ADMIN".into());
+    let out = env.create(&unique("egress-netadmin"));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("net[0].host") && err.contains("CAP_NET_ADMIN"), "{err}");
+
+    let mut env = Env::busybox(&["sleep", "60"]);
+    net.configure(&mut env, RULES);
+    let id = unique("egress-exec");
+    ok(&env.create(&id));
+    ok(&env.cordon(&["start", &id]));
+    let out = env.cordon(&["exec", "--cap", "CAP_NET_ADMIN", &id, "true"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("CAP_NET_ADMIN"), "{}", stderr(&out));
+    ok(&env.cordon(&["exec", &id, "true"]));
+}
+
 #[test]
 fn malformed_names_are_refused_by_policy_check() {
     let dir = TempDir::new("egress-check");

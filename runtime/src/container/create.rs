@@ -436,6 +436,7 @@ impl Runtime {
             policy
         };
         let policy = if meta.trace { policy.traced() } else { policy };
+        super::resolver::check_exec(&policy, &opts.caps, opts.process.as_deref())?;
         let platform = crate::config::Platform::parse(&meta.platform, "meta.json platform")
             .unwrap_or(crate::config::Platform::SeccompNotify);
         let prog = crate::filter::compile_for(&policy, platform);

@@ -40,19 +40,95 @@ pub fn check_network(spec: &Spec, policy: &Policy) -> Result<()> {
         .as_ref()
         .and_then(|l| l.namespaces().as_ref())
         .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::Network));
-    if own_netns {
-        return Ok(());
-    }
     let at = policy
         .source
         .net
         .iter()
         .position(|r| r.host.is_some())
         .unwrap_or_default();
-    Err(Error::Other(format!(
-        "policy {}: net[{at}].host needs the container in a network namespace of its own (linux.namespaces has no \"network\": it shares the host's network, where cordon cannot answer its lookups)",
-        policy.name
-    )))
+    if !own_netns {
+        return Err(Error::Other(format!(
+            "policy {}: net[{at}].host needs the container in a network namespace of its own (linux.namespaces has no \"network\": it shares the host's network, where cordon cannot answer its lookups)",
+            policy.name
+        )));
+    }
+    if let Some(cap) = redirecting_capability(spec, policy) {
+        return Err(Error::Other(format!(
+            "policy {}: net[{at}].host cannot hold for a process with {cap} (process.capabilities): it could send the resolver's queries to a nameserver of its own and have any address answered for an allowed name; drop it, or use cidr rules",
+            policy.name
+        )));
+    }
+    Ok(())
+}
+
+/// For `exec` into a container whose policy has `host` rules: refuses
+/// `--cap` additions and a process.json holding CAP_NET_ADMIN (or
+/// CAP_NET_RAW where raw sockets are allowed), for the reason
+/// [`check_network`] gives.
+pub fn check_exec(policy: &Policy, caps: &[String], process: Option<&Path>) -> Result<()> {
+    if !policy.net.has_names() {
+        return Ok(());
+    }
+    let mut spec = Spec::default();
+    let mut p = match process {
+        Some(path) => {
+            let text = std::fs::read(path).map_err(io(format!("read {}", path.display())))?;
+            serde_json::from_slice::<oci_spec::runtime::Process>(&text)
+                .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?
+        }
+        None => oci_spec::runtime::Process::default(),
+    };
+    if process.is_none() {
+        p.set_capabilities(None);
+    }
+    let mut extra: std::collections::HashSet<oci_spec::runtime::Capability> = Default::default();
+    for c in caps {
+        let name = c.strip_prefix("CAP_").unwrap_or(c);
+        if let Ok(cap) = name.parse() {
+            extra.insert(cap);
+        }
+    }
+    if !extra.is_empty() {
+        let mut all = p.capabilities().clone().unwrap_or_default();
+        let mut b = all.bounding().clone().unwrap_or_default();
+        b.extend(extra);
+        all.set_bounding(Some(b));
+        p.set_capabilities(Some(all));
+    }
+    spec.set_process(Some(p));
+    if let Some(cap) = redirecting_capability(&spec, policy) {
+        return Err(Error::Other(format!(
+            "policy {}: a process with {cap} cannot join a container under host rules: it could send the resolver's queries to a nameserver of its own",
+            policy.name
+        )));
+    }
+    Ok(())
+}
+
+/// A capability of the container's process that would let it take over
+/// the resolver's way to its nameservers inside its own network namespace:
+/// CAP_NET_ADMIN (addresses, routes, netfilter), or CAP_NET_RAW where the
+/// policy lets raw sockets be made (forged answers). Any capability set
+/// counts.
+pub fn redirecting_capability(spec: &Spec, policy: &Policy) -> Option<&'static str> {
+    use oci_spec::runtime::Capability;
+    let caps = spec.process().as_ref().and_then(|p| p.capabilities().as_ref())?;
+    let sets = [
+        caps.bounding(),
+        caps.effective(),
+        caps.permitted(),
+        caps.inheritable(),
+        caps.ambient(),
+    ];
+    let holds = |c: Capability| sets.iter().any(|s| s.as_ref().is_some_and(|s| s.contains(&c)));
+    if holds(Capability::NetAdmin) {
+        return Some("CAP_NET_ADMIN");
+    }
+    let raw_allowed = crate::filter::table::number("socket").is_some_and(|nr| {
+        let args = [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0];
+        policy.decide(nr, &args).0 != crate::policy::Action::Deny
+    });
+    (holds(Capability::NetRaw) && raw_allowed).then_some("CAP_NET_RAW")
 }
 
 /// The resolv.conf the container was configured with: the source of the
