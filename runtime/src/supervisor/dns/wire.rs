@@ -142,6 +142,15 @@ pub fn parse_query(msg: &[u8]) -> Result<Query, Bad> {
         return Err(Bad::Answer(FORMERR));
     }
     let (name, after) = read_name(msg, HEADER).ok_or(Bad::Answer(FORMERR))?;
+    // The one question is written out: a compression pointer in it could
+    // only point into parts of the message that are not passed on.
+    let mut at = HEADER;
+    while msg[at] != 0 {
+        if msg[at] & 0xc0 != 0 {
+            return Err(Bad::Answer(FORMERR));
+        }
+        at += 1 + usize::from(msg[at]);
+    }
     let qtype = u16_at(msg, after).ok_or(Bad::Answer(FORMERR))?;
     let qclass = u16_at(msg, after + 2).ok_or(Bad::Answer(FORMERR))?;
     let question = msg[HEADER..after + 4].to_vec();
@@ -356,6 +365,10 @@ pub(crate) mod tests {
         let mut dotted = query(1, "x", TYPE_A);
         dotted.splice(HEADER..HEADER + 2, *b"\x08pypi.org");
         assert_eq!(parse_query(&dotted).unwrap().name, "pypi\\046org");
+        // A pointer in the question (to the header here).
+        let mut pointed = query(1, "", TYPE_A);
+        pointed.splice(HEADER..HEADER + 1, [0xc0, 2]);
+        assert_eq!(parse_query(&pointed), Err(Bad::Answer(FORMERR)));
     }
 
     #[test]
@@ -441,6 +454,57 @@ pub(crate) mod tests {
         assert_eq!(with_id(&a, 5)[..2], [0, 5]);
         for cut in 0..a.len() {
             let _ = parse_response(&a[..cut], 9, &q);
+        }
+    }
+
+    /// Mutated queries and answers (a small deterministic fuzz): no panic,
+    /// our own query reads back, chains stay short and loop-free.
+    #[test]
+    fn mutations() {
+        let raw = query(5, "files.pythonhosted.org", TYPE_A);
+        let q = parse_query(&raw).unwrap();
+        let seeds = [
+            raw.clone(),
+            answer(
+                9,
+                &raw,
+                Some("dualstack.python.map.fastly.net"),
+                &[[151, 101, 0, 223]],
+                60,
+            ),
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..20_000 {
+            let mut m = seeds[i % 2].clone();
+            for _ in 0..(next() % 4 + 1) {
+                let at = (next() as usize) % m.len();
+                match next() % 3 {
+                    0 => m[at] = next() as u8,
+                    1 => m.truncate(at),
+                    _ => m.insert(at, next() as u8),
+                }
+                if m.is_empty() {
+                    break;
+                }
+            }
+            if let Ok(mq) = parse_query(&m) {
+                let back = parse_query(&upstream_query(&mq, 1)).expect("our own query reads back");
+                assert_eq!((back.name, back.qtype), (mq.name.clone(), mq.qtype));
+                assert_eq!(reply(&mq, NXDOMAIN).len(), HEADER + mq.question.len());
+            }
+            if let Some(r) = parse_response(&m, 9, &q) {
+                let c = chain(&q.name, &r.records);
+                assert!(c.len() <= 17);
+                for (k, n) in c.iter().enumerate() {
+                    assert!(!c[..k].contains(n));
+                }
+            }
         }
     }
 }
