@@ -311,6 +311,20 @@ def rcode(server, name):
     except OSError as e:
         return "err " + (errno.errorcode.get(e.errno, "timeout") if e.errno else "timeout")
 
+def tcp_query(name):
+    q = struct.pack(">HHHHHH", 0x4321, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
+    s = socket.create_connection(("127.0.0.53", 53), timeout=20)
+    try:
+        s.sendall(struct.pack(">H", len(q)) + q)
+        n = struct.unpack(">H", s.recv(2))[0]
+        r = b""
+        while len(r) < n:
+            r += s.recv(n - len(r))
+        return "rcode %d answers %d" % (r[3] & 15, struct.unpack(">H", r[6:8])[0])
+    finally:
+        s.close()
+
 print("literal-before", connect("10.77.0.1"))
 print("lookup-allowed", lookup("allowed.test"))
 print("literal-after", connect("10.77.0.1"))
@@ -323,6 +337,8 @@ print("get-alias", get("http://alias.test:8080/"))
 print("dns-elsewhere", rcode("10.77.0.1", "allowed.test"))
 print("dot-elsewhere", connect("10.77.0.1", 853))
 print("servfail", rcode("127.0.0.53", "slow.test"))
+print("tcp-allowed", tcp_query("allowed.test"))
+print("tcp-denied", tcp_query("denied.test"))
 "#;
 
 #[test]
@@ -348,6 +364,8 @@ fn names_allow_deny_cname_and_literals() {
         ("dns-elsewhere", "err EPERM"),
         ("dot-elsewhere", "err EPERM"),
         ("servfail", "rcode 2"),
+        ("tcp-allowed", "rcode 0 answers 1"),
+        ("tcp-denied", "rcode 3 answers 0"),
     ];
     for (k, v) in want {
         assert_eq!(got.get(k).copied(), Some(v), "{k}; all output:\n{text}");

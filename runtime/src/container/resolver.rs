@@ -4,7 +4,7 @@
 //! network namespace exists, makes the resolver's sockets there and hands
 //! them to the supervisor before the container runs.
 
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -249,13 +249,16 @@ pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
             s.set_nonblocking(true)?;
             Ok(OwnedFd::from(s))
         };
+        let tcp = TcpListener::bind(address)?;
         let reachable: Vec<SocketAddr> = servers.into_iter().filter(|ns| upstream_socket(ns).is_ok()).collect();
-        let mut upstream = Vec::with_capacity(WORKERS);
-        for _ in 0..WORKERS {
+        // One set per worker, and one for the TCP server.
+        let mut upstream = Vec::with_capacity(WORKERS + 1);
+        for _ in 0..=WORKERS {
             upstream.push(reachable.iter().map(upstream_socket).collect::<std::io::Result<Vec<_>>>()?);
         }
         Ok(Handover {
             listen: OwnedFd::from(listen),
+            tcp: OwnedFd::from(tcp),
             address,
             nameservers: reachable,
             upstream,

@@ -114,7 +114,7 @@ pub struct Attached {
 
 /// Most fds one handover carries: the resolver's socket and one socket
 /// per worker and nameserver.
-const MAX_FDS: usize = 1 + crate::supervisor::dns::WORKERS * crate::supervisor::dns::MAX_NAMESERVERS;
+const MAX_FDS: usize = 2 + (crate::supervisor::dns::WORKERS + 1) * crate::supervisor::dns::MAX_NAMESERVERS;
 
 /// What arrives on the supervisor's socket.
 pub enum Incoming {
@@ -125,11 +125,12 @@ pub enum Incoming {
 }
 
 /// Client side of the resolver handover, run by `create`: sends `h` (tag
-/// `D`, the sockets as SCM_RIGHTS: the listening one, then each worker's
-/// in nameserver order; then a length-prefixed line `ADDRESS WORKERS NS...`)
+/// `D`, the sockets as SCM_RIGHTS: the UDP one, the TCP listener, then
+/// each upstream set in nameserver order; then a length-prefixed line
+/// `ADDRESS SETS NS...`)
 /// and waits for the supervisor's `K`.
 pub fn send_resolver(sock: &mut UnixStream, h: &crate::supervisor::dns::Handover) -> io::Result<()> {
-    let mut fds = vec![h.listen.as_raw_fd()];
+    let mut fds = vec![h.listen.as_raw_fd(), h.tcp.as_raw_fd()];
     fds.extend(h.upstream.iter().flatten().map(|f| f.as_raw_fd()));
     if fds.len() > MAX_FDS {
         return Err(io::Error::other("too many resolver sockets"));
@@ -182,10 +183,11 @@ fn accept_resolver(sock: &mut UnixStream, mut fds: Vec<OwnedFd>) -> io::Result<c
         .map(|w| w.parse())
         .collect::<Result<Vec<std::net::SocketAddr>, _>>()
         .map_err(|_| bad("nameserver"))?;
-    if fds.len() != 1 + workers * nameservers.len() || workers == 0 {
+    if fds.len() != 2 + workers * nameservers.len() || workers == 0 {
         return Err(bad("socket count"));
     }
-    let mut rest = fds.split_off(1);
+    let mut rest = fds.split_off(2);
+    let tcp = fds.pop().ok_or_else(|| bad("socket count"))?;
     let listen = fds.pop().ok_or_else(|| bad("socket count"))?;
     let mut upstream = Vec::with_capacity(workers);
     for _ in 0..workers {
@@ -195,6 +197,7 @@ fn accept_resolver(sock: &mut UnixStream, mut fds: Vec<OwnedFd>) -> io::Result<c
     }
     Ok(crate::supervisor::dns::Handover {
         listen,
+        tcp,
         address,
         nameservers,
         upstream,

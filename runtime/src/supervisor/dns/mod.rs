@@ -12,6 +12,8 @@
 //!   supervisor never enters the container's namespace itself: its own
 //!   seccomp filter keeps setns(CLONE_NEWNET) fatal. The container's
 //!   /etc/resolv.conf is a read-only bind mount naming [`RESOLVER_V4`].
+//!   A TCP listener on the same address serves what a client retries over
+//!   TCP (a truncated answer, `options use-vc`), one connection at a time.
 //! - [`WORKERS`] threads read queries from that socket (the kernel queues
 //!   what they cannot take yet, and drops past the socket's buffer: memory
 //!   and threads stay bounded under a flood). A name no rule allows (see
@@ -35,7 +37,7 @@
 pub mod wire;
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -62,12 +64,15 @@ pub struct Handover {
     /// The UDP socket bound to [`Handover::address`] in the container's
     /// network namespace.
     pub listen: OwnedFd,
+    /// A TCP listener on the same address.
+    pub tcp: OwnedFd,
     /// Its address.
     pub address: SocketAddr,
     /// The nameservers, in resolv.conf order.
     pub nameservers: Vec<SocketAddr>,
-    /// Per worker, one non-blocking UDP socket connected to each nameserver
-    /// (same order), created in the container's network namespace.
+    /// Per worker and one more for the TCP server, one non-blocking UDP
+    /// socket connected to each nameserver (same order), created in the
+    /// container's network namespace.
     pub upstream: Vec<Vec<OwnedFd>>,
 }
 
@@ -159,11 +164,21 @@ impl Names {
     }
 }
 
-/// Starts the resolver's workers on the handed-over sockets. Errors: a
-/// thread could not be started.
-pub fn serve(sup: &Arc<Supervisor>, h: Handover) -> std::io::Result<()> {
+/// Starts the resolver's workers on the handed-over sockets (the last
+/// upstream set is the TCP server's). Errors: a thread could not be
+/// started.
+pub fn serve(sup: &Arc<Supervisor>, mut h: Handover) -> std::io::Result<()> {
     let listen = Arc::new(UdpSocket::from(h.listen));
     let nameservers = Arc::new(h.nameservers);
+    if let Some(ups) = h.upstream.pop() {
+        let ups: Vec<UdpSocket> = ups.into_iter().map(UdpSocket::from).collect();
+        let tcp = TcpListener::from(h.tcp);
+        let (sup, nameservers) = (Arc::clone(sup), Arc::clone(&nameservers));
+        std::thread::Builder::new()
+            .name("dns-tcp".into())
+            .stack_size(256 * 1024)
+            .spawn(move || tcp_server(&sup, &tcp, &ups, &nameservers))?;
+    }
     for ups in h.upstream {
         let ups: Vec<UdpSocket> = ups.into_iter().map(UdpSocket::from).collect();
         let (sup, listen, nameservers) = (Arc::clone(sup), Arc::clone(&listen), Arc::clone(&nameservers));
@@ -188,10 +203,88 @@ fn worker(sup: &Supervisor, listen: &UdpSocket, ups: &[UdpSocket], nameservers: 
                 return;
             }
         };
-        if let Some(answer) = answer(sup, &buf[..n], ups, nameservers) {
+        if let Some(answer) = answer(sup, &buf[..n], ups, nameservers, false) {
             let _ = listen.send_to(&answer, from);
         }
     }
+}
+
+/// How long a TCP client may take to send a query, or to take an answer.
+const TCP_IDLE: Duration = Duration::from_secs(2);
+/// Queries served on one TCP connection at most.
+const TCP_QUERIES: usize = 16;
+
+/// Serves DNS over TCP (RFC 1035 section 4.2.2: each message after its
+/// 2-byte length), one connection at a time, each bounded by [`TCP_IDLE`]
+/// per step and [`TCP_QUERIES`] queries.
+fn tcp_server(sup: &Supervisor, listener: &TcpListener, ups: &[UdpSocket], nameservers: &[SocketAddr]) {
+    loop {
+        let mut conn = match listener.accept() {
+            Ok((c, _)) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
+            Err(e) => {
+                sup.audit
+                    .record(0, "dns", &format!("TCP resolver stopped: {e}"), "event", "error");
+                return;
+            }
+        };
+        if conn.set_nonblocking(true).is_err() {
+            continue;
+        }
+        for _ in 0..TCP_QUERIES {
+            let mut len = [0u8; 2];
+            if !io_within(&mut conn, &mut len, true) {
+                break;
+            }
+            let mut msg = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            if !io_within(&mut conn, &mut msg, true) {
+                break;
+            }
+            let Some(mut answer) = answer(sup, &msg, ups, nameservers, true) else {
+                break;
+            };
+            answer.truncate(usize::from(u16::MAX));
+            let mut out = (answer.len() as u16).to_be_bytes().to_vec();
+            out.extend_from_slice(&answer);
+            if !io_within(&mut conn, &mut out, false) {
+                break;
+            }
+        }
+    }
+}
+
+/// Reads (`read`) or writes all of `buf` on a non-blocking stream, each
+/// wait at most [`TCP_IDLE`]. `false`: the peer closed, failed or idled.
+fn io_within(conn: &mut std::net::TcpStream, buf: &mut [u8], read: bool) -> bool {
+    use std::io::{Read, Write};
+    let mut done = 0;
+    while done < buf.len() {
+        let r = if read {
+            conn.read(&mut buf[done..])
+        } else {
+            conn.write(&buf[done..])
+        };
+        match r {
+            Ok(0) => return false,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let flags = if read {
+                    nix::poll::PollFlags::POLLIN
+                } else {
+                    nix::poll::PollFlags::POLLOUT
+                };
+                let mut pfd = [nix::poll::PollFd::new(conn.as_fd(), flags)];
+                let t = nix::poll::PollTimeout::try_from(TCP_IDLE).unwrap_or(nix::poll::PollTimeout::MAX);
+                if !matches!(nix::poll::poll(&mut pfd, t), Ok(n) if n > 0) {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 /// The QTYPE as text for the audit trail.
@@ -212,9 +305,11 @@ fn type_name(t: u16) -> String {
 }
 
 /// The answer to one message from the container (`None`: nothing to
-/// answer), recorded in the audit trail as a `dns` decision.
-fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[SocketAddr]) -> Option<Vec<u8>> {
-    let q = match wire::parse_query(msg) {
+/// answer), recorded in the audit trail as a `dns` decision. `tcp`: the
+/// query came over TCP, whose answers are not limited to 512 bytes: the
+/// nameservers are asked with EDNS(0) for [`wire::EDNS_SIZE`] bytes.
+fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[SocketAddr], tcp: bool) -> Option<Vec<u8>> {
+    let mut q = match wire::parse_query(msg) {
         Ok(q) => q,
         Err(wire::Bad::NoHeader) => return None,
         Err(wire::Bad::Answer(rc)) => {
@@ -222,8 +317,11 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
             return wire::reply_header_only(msg, rc);
         }
     };
+    if tcp {
+        q.edns = Some(wire::EDNS_SIZE);
+    }
     let shown = if q.name.is_empty() { "." } else { q.name.as_str() };
-    let detail = format!("{shown} {}", type_name(q.qtype));
+    let detail = format!("{shown} {}{}", type_name(q.qtype), if tcp { " (TCP)" } else { "" });
     let net = &sup.policy.net;
     let record = |action: &str, result: &str, rule: Option<usize>| {
         let rule = sup.policy.explain_net_rule(rule);
