@@ -183,7 +183,8 @@ fn accept_resolver(sock: &mut UnixStream, mut fds: Vec<OwnedFd>) -> io::Result<c
         .map(|w| w.parse())
         .collect::<Result<Vec<std::net::SocketAddr>, _>>()
         .map_err(|_| bad("nameserver"))?;
-    if fds.len() != 2 + workers * nameservers.len() || workers == 0 {
+    // At least one UDP worker's set and the TCP server's.
+    if fds.len() != 2 + workers * nameservers.len() || workers < 2 {
         return Err(bad("socket count"));
     }
     let mut rest = fds.split_off(2);
