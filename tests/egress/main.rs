@@ -213,12 +213,18 @@ impl TestNet {
     }
 
     /// Puts `env`'s container in the container namespace with the test's
-    /// resolv.conf, under a policy of `rules` (TOML after the header).
+    /// resolv.conf, under a policy of `rules` (TOML after the header) with
+    /// `net_default = "deny"`.
     fn configure(&self, env: &mut Env, rules: &str) {
+        self.configure_with(env, "deny", rules)
+    }
+
+    /// [`Self::configure`] with `net_default` as given.
+    fn configure_with(&self, env: &mut Env, net_default: &str, rules: &str) {
         let policy = self.dir.path().join("policy.toml");
         std::fs::write(
             &policy,
-            format!("name = \"egress\"\nextends = \"default\"\nnet_default = \"deny\"\n{rules}"),
+            format!("name = \"egress\"\nextends = \"default\"\nnet_default = \"{net_default}\"\n{rules}"),
         )
         .unwrap();
         env.set_policy(&policy.to_string_lossy());
@@ -398,6 +404,46 @@ fn names_allow_deny_cname_and_literals() {
             .any(|l| l.split_whitespace().collect::<Vec<_>>()[..3] == ["connect", "allow", "allowed.test"]),
         "--stats groups by name:\n{stats}"
     );
+}
+
+/// Under `net_default = "allow"` only the names a rule denies are refused;
+/// other names resolve, and addresses no rule names stay reachable.
+#[test]
+fn default_allow_refuses_only_denied_names() {
+    let net = TestNet::new();
+    let script = r#"
+import errno, socket
+def lookup(name):
+    try:
+        return socket.getaddrinfo(name, 80, socket.AF_INET)[0][4][0]
+    except socket.gaierror as e:
+        return "gaierror " + str(e.errno)
+def connect(ip):
+    s = socket.socket()
+    s.settimeout(5)
+    try:
+        s.connect((ip, 8080))
+        return "ok"
+    except OSError as e:
+        return "err " + errno.errorcode.get(e.errno, str(e.errno))
+print("unlisted", lookup("allowed.test"))
+print("denied", lookup("denied.test"))
+print("literal", connect("10.77.0.3"))
+"#;
+    let mut env = Env::python(&["python3", "-c", script]);
+    net.configure_with(
+        &mut env,
+        "allow",
+        "[[net]]\nhost = \"denied.test\"\naction = \"deny\"\n",
+    );
+    let out = env.run(&unique("egress-allow"));
+    let text = ok(&out);
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        ["unlisted 10.77.0.1", "denied gaierror -2", "literal ok"],
+        "{text}"
+    );
+    assert_eq!(net.asked("denied.test"), 0);
 }
 
 /// busybox: its own resolver in nslookup (musl-style: one query, the reply

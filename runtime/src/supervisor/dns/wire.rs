@@ -449,6 +449,17 @@ pub(crate) mod tests {
             chain(&q.name, &r.records),
             ["files.pythonhosted.org", "dualstack.python.map.fastly.net"]
         );
+        // An AAAA record (RFC 3596) in place of the A one.
+        let raw6 = query(6, "v6.example", TYPE_AAAA);
+        let q6 = parse_query(&raw6).unwrap();
+        let mut a6 = answer(6, &raw6, None, &[], 0);
+        a6[6..8].copy_from_slice(&1u16.to_be_bytes());
+        a6.extend_from_slice(&[0xc0, 12, 0, 28, 0, 1, 0, 0, 0, 30, 0, 16]);
+        a6.extend_from_slice(&"2001:db8::1".parse::<Ipv6Addr>().unwrap().octets());
+        assert_eq!(
+            parse_response(&a6, 6, &q6).unwrap().records,
+            [Record::Addr("v6.example".into(), "2001:db8::1".parse().unwrap(), 30)]
+        );
         let other = parse_query(&query(5, "pypi.org", TYPE_A)).unwrap();
         assert_eq!(parse_response(&a, 9, &other), None, "another question");
         assert_eq!(with_id(&a, 5)[..2], [0, 5]);
