@@ -174,7 +174,11 @@ fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<Option<Strin
             )),
         );
     }
-    let names = ctx.sup.names.of(ip);
+    let names = if net.has_names() {
+        ctx.sup.names.of(ip)
+    } else {
+        Vec::new()
+    };
     let (action, rule, which) = net.decide_named(ip, port, &names);
     let name = which
         .or(if names.is_empty() { None } else { Some(0) })
