@@ -41,13 +41,13 @@ test-integration: bundles image-layouts
 
 # The policy matrix again, every container on the ptrace platform.
 test-ptrace: bundles
-	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle --test deputy --test views --test landlock --test faults -- --test-threads=2
+	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle --test deputy --test views --test landlock --test egress --test faults -- --test-threads=2
 
 # The path-rule suites again with every path rule in the supervisor
 # (org.cordon.enforcement = "supervisor"), on both platforms.
 test-supervisor-level: bundles
 	CORDON_TEST_ENFORCEMENT=supervisor $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy --test views --test landlock -- --test-threads=2
-	CORDON_TEST_ENFORCEMENT=supervisor CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy --test views --test landlock -- --test-threads=2
+	CORDON_TEST_ENFORCEMENT=supervisor CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy --test views --test landlock --test egress -- --test-threads=2
 
 test: build lint test-unit test-integration test-ptrace test-supervisor-level
 

@@ -105,6 +105,37 @@ write("decode", "cmsg-len-short", bytes([4]) + cmsg(SOL_SOCKET, SCM_RIGHTS, b"",
 for name, p in {"root": b"/", "proc-pid-cwd": b"/proc/12/cwd", "proc-task-fd": b"/proc/1/task/1/fd/7/x", "slashes": b"///a//b///"}.items():
     write("decode", "raw-" + name, bytes([5]) + p)
 
+# 6: DNS messages (RFC 1035 section 4.1)
+def qname(name):
+    return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".") if l) + b"\0"
+
+
+def dns_query(name, qtype=1, flags=0x0100):
+    return struct.pack(">HHHHHH", 7, flags, 1, 0, 0, 0) + qname(name) + struct.pack(">HH", qtype, 1)
+
+
+def dns_answer(name, cname=None, addr=b"\x0a\x4d\x00\x01"):
+    q = qname(name) + struct.pack(">HH", 1, 1)
+    rrs = b""
+    owner = b"\xc0\x0c"
+    n = 0
+    if cname:
+        target = qname(cname)
+        rrs += owner + struct.pack(">HHIH", 5, 1, 300, len(target)) + target
+        owner = struct.pack(">H", 0xC000 | (12 + len(q) + 12))
+        n += 1
+    rrs += owner + struct.pack(">HHIH", 1, 1, 300, 4) + addr
+    n += 1
+    return struct.pack(">HHHHHH", 7, 0x8180, 1, n, 0, 0) + q + rrs
+
+
+write("decode", "dns-query", bytes([6]) + dns_query("pypi.org"))
+write("decode", "dns-query-opcode", bytes([6]) + dns_query("pypi.org", flags=0x2900))
+write("decode", "dns-query-dotted-label", bytes([6]) + struct.pack(">HHHHHH", 7, 0x0100, 1, 0, 0, 0) + b"\x08pypi.org\x00\x00\x01\x00\x01")
+write("decode", "dns-answer", bytes([6]) + dns_answer("allowed.test"))
+write("decode", "dns-answer-cname", bytes([6]) + dns_answer("allowed.test", "edge.cdn.test"))
+write("decode", "dns-pointer-loop", bytes([6]) + struct.pack(">HHHHHH", 7, 0x8180, 1, 1, 0, 0) + b"\xc0\x0c\x00\x01\x00\x01")
+
 # policy, structured: 0xFF, extends, default action, then rules
 # rule: nnames, name bytes.., action, [errno choice], nargs, (op, index, [mask], value)...
 def rule(names, action, args):

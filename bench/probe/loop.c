@@ -4,6 +4,9 @@
  * Build: gcc -static -O2 -Wall -Wextra -o loop loop.c   (cordon-bench does it)
  *
  *   loop SPEC...          run each SPEC, print one result line per SPEC
+ *   loop serve-dns SPEC... the same, with a nameserver of its own on
+ *                         127.0.0.1:53 (a child answering every A query
+ *                         with 127.0.0.1, TTL 300) while the SPECs run
  *   loop time CMD ARG...  run CMD (stdout to /dev/null), print its wall time
  *
  * SPEC is NAME=CALLS or NAME:PATH=CALLS:
@@ -12,6 +15,12 @@
  *   bpf=K           bpf(BPF_PROG_LOAD, NULL, 0) (refused in cordon's BPF filter)
  *   open:PATH=K     openat(AT_FDCWD, PATH, O_RDONLY|O_CLOEXEC) then close
  *                   (close is never intercepted; the pair is timed)
+ *   lookup:NAME=K   a DNS lookup as a stub resolver makes it: a UDP socket
+ *                   connected to /etc/resolv.conf's first nameserver, one
+ *                   A query for NAME, its answer (5 s at most), close
+ *                   (ret ENOENT for an answer without an address, ETIMEDOUT)
+ *   connect:IP:PORT=K  a TCP socket, connect(2) to IP:PORT, close (to a
+ *                   closed port: ret ECONNREFUSED)
  *
  * Each SPEC runs K/10 (at least 1) untimed warm-up calls, then K timed calls,
  * and prints
@@ -26,7 +35,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +69,8 @@ static const char *errname(int e) {
     case EMFILE: return "EMFILE";
     case EINTR: return "EINTR";
     case E2BIG: return "E2BIG";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ETIMEDOUT: return "ETIMEDOUT";
     default: {
         static char buf[32];
         snprintf(buf, sizeof buf, "errno%d", e);
@@ -63,7 +79,104 @@ static const char *errname(int e) {
     }
 }
 
-enum kind { K_GETPPID, K_UNAME, K_BPF, K_OPEN };
+enum kind { K_GETPPID, K_UNAME, K_BPF, K_OPEN, K_LOOKUP, K_CONNECT };
+
+static struct sockaddr_in nameserver, target;
+static unsigned char query[300];
+static size_t query_len;
+
+/* /etc/resolv.conf's first IPv4 nameserver, port 53. */
+static int read_nameserver(void) {
+    FILE *f = fopen("/etc/resolv.conf", "r");
+    char line[256], addr[64];
+    if (!f) return errno;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "nameserver %63s", addr) == 1 && inet_pton(AF_INET, addr, &nameserver.sin_addr) == 1) {
+            nameserver.sin_family = AF_INET;
+            nameserver.sin_port = htons(53);
+            fclose(f);
+            return 0;
+        }
+    }
+    fclose(f);
+    return ENOENT;
+}
+
+/* An A query for NAME (RFC 1035 section 4.1), ID 0x4242, RD set. */
+static int make_query(const char *name) {
+    unsigned char *q = query;
+    memcpy(q, "\x42\x42\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00", 12);
+    q += 12;
+    while (*name) {
+        const char *dot = strchr(name, '.');
+        size_t l = dot ? (size_t)(dot - name) : strlen(name);
+        if (l == 0 || l > 63 || (size_t)(q - query) + l + 6 > sizeof query) return EINVAL;
+        *q++ = (unsigned char)l;
+        memcpy(q, name, l);
+        q += l;
+        name += l + (dot ? 1 : 0);
+    }
+    memcpy(q, "\x00\x00\x01\x00\x01", 5);
+    query_len = (size_t)(q - query) + 5;
+    return 0;
+}
+
+static int lookup_once(void) {
+    unsigned char buf[1500];
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), e = 0;
+    if (fd < 0) return errno;
+    if (connect(fd, (struct sockaddr *)&nameserver, sizeof nameserver) < 0 || send(fd, query, query_len, 0) < 0) {
+        e = errno;
+        close(fd);
+        return e;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    ssize_t n = poll(&p, 1, 5000) == 1 ? recv(fd, buf, sizeof buf, 0) : -1;
+    if (n < 0) e = ETIMEDOUT;
+    else if (n < 12 || (buf[3] & 15) != 0 || (buf[6] == 0 && buf[7] == 0)) e = ENOENT;
+    close(fd);
+    return e;
+}
+
+static int connect_once(void) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), e = 0;
+    if (fd < 0) return errno;
+    if (connect(fd, (struct sockaddr *)&target, sizeof target) < 0) e = errno;
+    close(fd);
+    return e;
+}
+
+/* The nameserver of `serve-dns`: bound before it returns, answers in a
+ * child until killed. Returns the child's pid. */
+static pid_t serve_dns(void) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        perror("loop: serve-dns");
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(fd);
+        return pid;
+    }
+    for (;;) {
+        unsigned char b[1500];
+        struct sockaddr_in from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(fd, b, sizeof b - 16, 0, (struct sockaddr *)&from, &fl);
+        if (n < 17) continue;
+        b[2] = 0x81 | (b[2] & 1);
+        b[3] = 0x80;
+        b[7] = 1; /* one answer; the question stays */
+        b[8] = b[9] = b[10] = b[11] = 0;
+        size_t end = (size_t)n;
+        static const unsigned char rr[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4, 127, 0, 0, 1};
+        memcpy(b + end, rr, sizeof rr);
+        sendto(fd, b, end + sizeof rr, 0, (struct sockaddr *)&from, fl);
+    }
+}
 
 /* One call; returns 0 or an errno. */
 static int one(enum kind k, const char *path) {
@@ -86,6 +199,10 @@ static int one(enum kind k, const char *path) {
             return errno;
         close((int)r);
         return 0;
+    case K_LOOKUP:
+        return lookup_once();
+    case K_CONNECT:
+        return connect_once();
     }
     return EINVAL;
 }
@@ -122,7 +239,28 @@ static int run_spec(const char *spec) {
     else if (!strcmp(name, "uname")) k = K_UNAME;
     else if (!strcmp(name, "bpf")) k = K_BPF;
     else if (!strcmp(name, "open") && path) k = K_OPEN;
-    else {
+    else if (!strcmp(name, "lookup") && path) {
+        k = K_LOOKUP;
+        int e = read_nameserver();
+        if (!e) e = make_query(path);
+        if (e) {
+            fprintf(stderr, "loop: %s: %s\n", spec, strerror(e));
+            return 2;
+        }
+    } else if (!strcmp(name, "connect") && path) {
+        k = K_CONNECT;
+        const char *c = strrchr(path, ':');
+        char ip[64];
+        if (!c || (size_t)(c - path) >= sizeof ip) return 2;
+        memcpy(ip, path, (size_t)(c - path));
+        ip[c - path] = 0;
+        target.sin_family = AF_INET;
+        target.sin_port = htons((uint16_t)atoi(c + 1));
+        if (inet_pton(AF_INET, ip, &target.sin_addr) != 1) {
+            fprintf(stderr, "loop: bad address in %s\n", spec);
+            return 2;
+        }
+    } else {
         fprintf(stderr, "loop: unknown test %s\n", spec);
         return 2;
     }
@@ -182,9 +320,20 @@ int main(int argc, char **argv) {
         }
         return run_time(argv + 2);
     }
-    for (int i = 1; i < argc; i++) {
-        int r = run_spec(argv[i]);
-        if (r) return r;
+    int first = 1, status = 0;
+    pid_t dns = 0;
+    if (!strcmp(argv[1], "serve-dns")) {
+        dns = serve_dns();
+        if (dns < 0) return 1;
+        first = 2;
     }
-    return 0;
+    for (int i = first; i < argc; i++) {
+        status = run_spec(argv[i]);
+        if (status) break;
+    }
+    if (dns > 0) {
+        kill(dns, SIGKILL);
+        waitpid(dns, NULL, 0);
+    }
+    return status;
 }

@@ -239,6 +239,10 @@ pub struct Env {
     pub audit_policy: PathBuf,
     /// Policy file: default, plus one directory denied and one read-only.
     pub user_policy: PathBuf,
+    /// Policy file: default, egress denied but to `bench.test` by name.
+    pub names_policy: PathBuf,
+    /// A resolv.conf naming 127.0.0.1 (the nameserver of `loop serve-dns`).
+    pub resolv_conf: PathBuf,
     /// Every container's cgroup lives under `/<cgroup_parent>/`.
     pub cgroup_parent: String,
     /// Things worth knowing about how the measurement was set up.
@@ -391,6 +395,23 @@ impl Env {
         let mut check = Command::new(&cordon);
         check.arg("policy").arg("check").arg(&user_policy);
         proc::run_ok(&mut check, Duration::from_secs(30)).context("cordon policy check (user policy)")?;
+        // Egress by name: lookups through the supervisor's resolver, connects
+        // decided on the names it answered.
+        let names_policy = pol.join("names.toml");
+        std::fs::write(
+            &names_policy,
+            "name = \"bench-names\"\n\
+             description = \"cordon-bench: default, egress denied but to bench.test by name\"\n\
+             extends = \"default\"\nnet_default = \"deny\"\n\n\
+             [[net]]\nhost = \"bench.test\"\naction = \"allow\"\n\n\
+             [[net]]\ncidr = \"127.0.0.1/32\"\naction = \"allow\"\n\
+             note = \"the replies of the container's own nameserver (loop serve-dns)\"\n",
+        )?;
+        let mut check = Command::new(&cordon);
+        check.arg("policy").arg("check").arg(&names_policy);
+        proc::run_ok(&mut check, Duration::from_secs(30)).context("cordon policy check (names policy)")?;
+        let resolv_conf = tmp.join("resolv.conf");
+        std::fs::write(&resolv_conf, "nameserver 127.0.0.1\n")?;
 
         let mut versions = vec![("kernel".to_string(), uname_release())];
         for (name, b) in [("cordon", &cordon), ("runc", &runc), ("crun", &crun)] {
@@ -452,6 +473,8 @@ impl Env {
             srv,
             audit_policy,
             user_policy,
+            names_policy,
+            resolv_conf,
             cgroup_parent,
             notes,
             versions,

@@ -7,7 +7,8 @@
 //! 1 sockaddr, then the default policy's verdict on it; 2 open_how and the
 //! open mode rule; 3 msghdr (56 bytes) then caller memory from address 0,
 //! gathered through its iovecs; 4 control messages (SCM_RIGHTS...);
-//! 5 the path helpers on raw bytes.
+//! 5 the path helpers on raw bytes; 6 a DNS message, read as the
+//! resolver reads a container's query and a nameserver's answer to it.
 //!
 //! Oracle: no panic, and each decoder's documented shape (lengths, ranges,
 //! errno values).
@@ -34,13 +35,14 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    match which % 6 {
+    match which % 7 {
         0 => cstring(rest),
         1 => sockaddr(rest),
         2 => open_how(rest),
         3 => msghdr(rest),
         4 => control(rest),
-        _ => paths(rest),
+        5 => paths(rest),
+        _ => dns(rest),
     }
 });
 
@@ -159,5 +161,42 @@ fn control(bytes: &[u8]) {
             let _ = i32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());
         }
         end = c.data.end;
+    }
+}
+
+/// A DNS message: as a query from the container (our replies and the
+/// query sent on keep its question), then as an answer to the query for
+/// `allowed.test`, whose CNAME chain stays short and free of repeats.
+fn dns(bytes: &[u8]) {
+    use cordon::supervisor::dns::wire;
+    match wire::parse_query(bytes) {
+        Ok(q) => {
+            assert!(q.name.len() <= 4 * 255);
+            assert_eq!(&bytes[12..12 + q.question.len()], q.question.as_slice());
+            let r = wire::reply(&q, wire::NXDOMAIN);
+            assert_eq!(r.len(), 12 + q.question.len());
+            let up = wire::upstream_query(&q, 7);
+            let again = wire::parse_query(&up).expect("our own query reads back");
+            assert_eq!((again.name, again.qtype, again.qclass), (q.name, q.qtype, q.qclass));
+        }
+        Err(wire::Bad::NoHeader) => assert!(bytes.len() < 12 || bytes[2] & 0x80 != 0),
+        Err(wire::Bad::Answer(rc)) => {
+            assert!(rc == wire::FORMERR || rc == wire::NOTIMP);
+            assert_eq!(wire::reply_header_only(bytes, rc).map(|r| r.len()), Some(12));
+        }
+    }
+    let mut q = vec![0, 7, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    q.extend_from_slice(b"\x07allowed\x04test\x00\x00\x01\x00\x01");
+    let query = wire::parse_query(&q).expect("the fixed query");
+    let Some(id) = bytes.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+        return;
+    };
+    if let Some(r) = wire::parse_response(bytes, id, &query) {
+        assert!(r.rcode < 16);
+        let chain = wire::chain(&query.name, &r.records);
+        assert!(!chain.is_empty() && chain.len() <= 17 && chain[0] == "allowed.test");
+        for (i, n) in chain.iter().enumerate() {
+            assert!(!chain[..i].contains(n), "a loop in the chain");
+        }
     }
 }

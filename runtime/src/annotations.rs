@@ -61,7 +61,7 @@ pub const KEYS: &[Key] = &[
 /// ```toml
 /// [annotations]
 /// allow = true                                         # false: every org.cordon.* annotation is refused
-/// policies = ["default", "audit", "/etc/cordon/policies/"]
+/// policies = ["default", "audit", "agent", "/etc/cordon/policies/"]
 /// platforms = ["seccomp-notify", "ptrace"]
 /// enforcement = ["kernel", "supervisor"]
 /// ```
@@ -91,7 +91,13 @@ fn yes() -> bool {
     true
 }
 fn default_policies() -> Vec<String> {
-    vec!["default".into(), "audit".into(), "/etc/cordon/policies/".into()]
+    // `agent` only narrows the default's egress: a container may ask for it.
+    vec![
+        "default".into(),
+        "audit".into(),
+        "agent".into(),
+        "/etc/cordon/policies/".into(),
+    ]
 }
 fn default_platforms() -> Vec<String> {
     vec![Platform::SeccompNotify.name().into(), Platform::Ptrace.name().into()]
@@ -321,6 +327,7 @@ mod tests {
         let g = AnnotationGate::default();
         assert_eq!(choose(&g, &[(POLICY, "audit")]).unwrap().policy, "audit");
         assert_eq!(choose(&g, &[(POLICY, "default")]).unwrap().policy, "default");
+        assert_eq!(choose(&g, &[(POLICY, "agent")]).unwrap().policy, "agent");
         let e = choose(&g, &[(POLICY, "permissive")]).unwrap_err();
         assert!(e.contains("org.cordon.policy") && e.contains("\"permissive\""), "{e}");
         assert!(e.contains("files under /etc/cordon/policies/"), "{e}");

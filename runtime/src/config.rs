@@ -12,7 +12,7 @@
 //!
 //! [annotations]               # what containers may choose (see `AnnotationGate`)
 //! allow = true
-//! policies = ["default", "audit", "/etc/cordon/policies/"]
+//! policies = ["default", "audit", "agent", "/etc/cordon/policies/"]
 //! ```
 //!
 //! The global flags `--policy` and `--platform` override `policy` and

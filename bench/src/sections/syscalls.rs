@@ -34,8 +34,14 @@ struct Config {
 
 enum Kind {
     Container(Runtime),
+    /// A container whose /etc/resolv.conf names 127.0.0.1, where the loop
+    /// runs a nameserver of its own (`loop serve-dns`).
+    DnsContainer(Runtime),
     HostLoop,
-    Floor { addfd: bool, sync: bool },
+    Floor {
+        addfd: bool,
+        sync: bool,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -54,6 +60,15 @@ const T_NATIVE: u64 = 1_000_000;
 const T_CHEAP: u64 = 200_000;
 const T_TRIP: u64 = 20_000;
 const T_OPEN: u64 = 10_000;
+const T_NET: u64 = 5_000;
+
+/// A lookup and a connect, by name where the policy has host rules.
+fn net_tests(lookup: &'static str, connect: &'static str) -> Vec<Test> {
+    vec![
+        t("lookup", "lookup:bench.test", T_NET, lookup, Some("OK")),
+        t("connect", "connect:127.0.0.1:9", T_NET, connect, Some("ECONNREFUSED")),
+    ]
+}
 
 fn t(key: &'static str, spec: &'static str, calls: u64, what: &'static str, expect: Option<&'static str>) -> Test {
     Test {
@@ -162,6 +177,30 @@ fn configs(env: &Env) -> Vec<Config> {
             )],
         },
         Config {
+            name: "runc (lookup, connect)",
+            kind: Kind::DnsContainer(env.runtime("runc-dns", None)),
+            tests: net_tests(
+                "native: UDP socket, connect, A query to an in-container nameserver, answer, close",
+                "native: TCP connect to a closed port, close",
+            ),
+        },
+        Config {
+            name: "cordon (default, lookup, connect)",
+            kind: Kind::DnsContainer(env.runtime("cordon-dns", Some("default"))),
+            tests: net_tests(
+                "connect decided on the address by the supervisor; the nameserver's reply an intercepted sendto",
+                "decided on the address by the supervisor, then done by it",
+            ),
+        },
+        Config {
+            name: "cordon (host rules)",
+            kind: Kind::DnsContainer(env.runtime("cordon-names", Some(&env.names_policy.to_string_lossy()))),
+            tests: net_tests(
+                "through the supervisor's resolver: connect to it decided, the query forwarded to the nameserver (its reply an intercepted sendto), the answer bound and passed back",
+                "decided on the name bound to the address (host rule), then done by the supervisor",
+            ),
+        },
+        Config {
             name: "host (no container)",
             kind: Kind::HostLoop,
             tests: vec![
@@ -246,11 +285,24 @@ fn run_config(env: &Env, c: &Config, scale: u64) -> anyhow::Result<Vec<(f64, Str
         .collect();
     let timeout = Duration::from_secs(600);
     let out = match &c.kind {
-        Kind::Container(rt) => {
+        Kind::Container(rt) | Kind::DnsContainer(rt) => {
             let id = env.id(rt, "sys");
+            let dns = matches!(c.kind, Kind::DnsContainer(_));
             let mut args = vec!["/bench/loop"];
+            if dns {
+                args.push("serve-dns");
+            }
             args.extend(specs.iter().map(String::as_str));
             let bundle = env.bundle(rt, &id, Image::Busybox, &args, &[])?;
+            if dns {
+                let path = bundle.join("config.json");
+                let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+                if let Some(m) = config["mounts"].as_array_mut() {
+                    m.push(json!({"destination": "/etc/resolv.conf", "type": "bind",
+                                  "source": env.resolv_conf, "options": ["rbind", "ro"]}));
+                }
+                std::fs::write(&path, serde_json::to_vec_pretty(&config)?)?;
+            }
             let b = bundle.to_string_lossy().into_owned();
             let out = rt.exec(&["run", "-b", &b, &id], timeout)?;
             env.drop_bundle(&id);
@@ -317,7 +369,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
                         case.ret = ret;
                     }
                 }
-                Err(e) if matches!(&c.kind, Kind::Container(rt) if rt.is_cordon()) => {
+                Err(e) if matches!(&c.kind, Kind::Container(rt) | Kind::DnsContainer(rt) if rt.is_cordon()) => {
                     cordon_failures.push(format!("{e:#}"))
                 }
                 Err(e) => failures.push(format!("{e:#}")),

@@ -161,7 +161,7 @@ pub struct AuditArgs {
     /// Print raw JSON lines
     #[arg(long)]
     pub json: bool,
-    /// Print counts per syscall and action instead of records
+    /// Print counts per syscall, action and host name instead of records
     #[arg(long)]
     pub stats: bool,
 }

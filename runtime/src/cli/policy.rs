@@ -92,6 +92,33 @@ fn explain_text(p: &Policy, plan: &cordon::policy::levels::Plan) -> String {
         "file syscalls go to the supervisor, as the policy's emulate rules say (org.cordon.enforcement = \"supervisor\" does the same for any policy)"
     };
     let _ = writeln!(out, "{files}");
+    for (i, r) in p.source.net.iter().enumerate() {
+        let action = if r.action == cordon::policy::NetAction::Allow {
+            "allow"
+        } else {
+            "deny"
+        };
+        let ports = if r.ports.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ports {}",
+                r.ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+            )
+        };
+        let level = if r.host.is_some() {
+            "supervisor (its resolver answers the name; connect, sendto and sendmsg are decided on the addresses it answered, for their TTL)"
+        } else {
+            "supervisor (connect, sendto and sendmsg decided on a copy of the address)"
+        };
+        let _ = writeln!(out, "net[{i}] {}{ports} {action}: {level}", r.target());
+    }
+    if p.net.has_names() {
+        let _ = writeln!(
+            out,
+            "lookups go to the supervisor's resolver (/etc/resolv.conf is cordon's); ports 53 and 853 reach nothing else"
+        );
+    }
     out
 }
 
@@ -154,13 +181,14 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
         )
     })?;
     if a.stats {
-        let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
         for r in cordon::supervisor::audit::read_all(&path)? {
-            *counts.entry((r.syscall, r.action)).or_default() += 1;
+            let name = r.host().unwrap_or("-").to_string();
+            *counts.entry((r.syscall, r.action, name)).or_default() += 1;
         }
-        println!("{:<16} {:<8} {:>8}", "SYSCALL", "ACTION", "COUNT");
-        for ((s, act), n) in counts {
-            println!("{s:<16} {act:<8} {n:>8}");
+        println!("{:<16} {:<8} {:<32} {:>8}", "SYSCALL", "ACTION", "NAME", "COUNT");
+        for ((s, act, name), n) in counts {
+            println!("{s:<16} {act:<8} {name:<32} {n:>8}");
         }
         return Ok(0);
     }

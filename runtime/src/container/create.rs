@@ -147,6 +147,7 @@ impl Runtime {
         // from the policy itself.
         let policy = if trace { policy.traced() } else { policy };
         let (platform, fallback) = choose_platform(&platform, &policy)?;
+        super::resolver::check_network(&spec, &policy)?;
         let prog = crate::filter::compile_for(&policy, platform);
         let bundle_filter = compile_bundle_profile(&bundle, spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()))?;
 
@@ -196,7 +197,19 @@ impl Runtime {
             let json = serde_json::to_vec(profile).map_err(|e| Error::Other(e.to_string()))?;
             std::fs::write(dir.join(BUNDLE_PROFILE), json).map_err(io(format!("write {BUNDLE_PROFILE}")))?;
         }
-        let build_bundle = self.shadow_bundle(&opts.id, bundle, spec.clone())?;
+        // Host rules: the container's lookups go to the supervisor's
+        // resolver (container/resolver.rs).
+        let resolver = if policy.net.has_names() && policy.needs_supervisor() {
+            Some(super::resolver::prepare(&dir, bundle, &spec)?)
+        } else {
+            None
+        };
+        let build_bundle = self.shadow_bundle(
+            &opts.id,
+            bundle,
+            spec.clone(),
+            resolver.as_ref().map(|(_, m)| m.clone()),
+        )?;
         let mut meta = Meta {
             bundle: bundle.to_path_buf(),
             policy: policy_name.to_string(),
@@ -307,6 +320,9 @@ impl Runtime {
                 loopback_up(pid.as_raw()).map_err(io("bring up lo in the container's network namespace"))?;
             }
         }
+        if let (Some((plan, _)), Some(pid)) = (&resolver, container.pid()) {
+            super::resolver::hand_over(&dir, pid.as_raw(), plan)?;
+        }
         if let Some(pid) = container.pid() {
             let mounts = if plan.all_kernel { plan.mounts() } else { Vec::new() };
             let empty = dir.join("masked");
@@ -328,15 +344,23 @@ impl Runtime {
     /// `:youki:<id>`); an empty `source` for mounts without one (optional
     /// in the runtime spec; runc passes an empty source to mount(2), so
     /// /proc/mounts shows the same); and no `linux.seccomp`, which cordon's
-    /// Executor installs itself after its handshake ([`super::bundle_seccomp`]).
-    fn shadow_bundle(&self, id: &str, bundle: &Path, mut spec: Spec) -> Result<PathBuf> {
+    /// Executor installs itself after its handshake ([`super::bundle_seccomp`]);
+    /// and `extra`, a mount added after the bundle's own (the resolver's
+    /// /etc/resolv.conf).
+    fn shadow_bundle(
+        &self,
+        id: &str,
+        bundle: &Path,
+        mut spec: Spec,
+        extra: Option<oci_spec::runtime::Mount>,
+    ) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
         };
         let no_cgroups_path = linux.cgroups_path().is_none();
         let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
-        if !no_cgroups_path && !has_seccomp && !sourceless {
+        if !no_cgroups_path && !has_seccomp && !sourceless && extra.is_none() {
             return Ok(bundle.to_path_buf());
         }
         let mut linux = linux.clone();
@@ -376,6 +400,11 @@ impl Runtime {
                 .collect();
             spec.set_mounts(Some(mounts));
         }
+        if let Some(m) = extra {
+            let mut mounts = spec.mounts().clone().unwrap_or_default();
+            mounts.push(m);
+            spec.set_mounts(Some(mounts));
+        }
         let shadow = self.cordon_dir(id).join("bundle");
         std::fs::create_dir_all(&shadow).map_err(io("create shadow bundle"))?;
         spec.save(shadow.join("config.json"))
@@ -410,6 +439,7 @@ impl Runtime {
             policy
         };
         let policy = if meta.trace { policy.traced() } else { policy };
+        super::resolver::check_exec(&policy, &opts.caps, opts.process.as_deref())?;
         let platform = crate::config::Platform::parse(&meta.platform, "meta.json platform")
             .unwrap_or(crate::config::Platform::SeccompNotify);
         let prog = crate::filter::compile_for(&policy, platform);

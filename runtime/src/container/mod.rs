@@ -15,6 +15,7 @@ pub mod executor;
 pub mod foreground;
 mod harden;
 pub mod landlock;
+pub mod resolver;
 pub mod setup_log;
 pub mod validate;
 

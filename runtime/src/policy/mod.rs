@@ -1,6 +1,6 @@
 //! Policies: what happens to each syscall, file path and network destination.
 //!
-//! A policy is loaded from a built-in name (`default`, `audit`, `permissive`) or
+//! A policy is loaded from a built-in name (`default`, `audit`, `permissive`, `agent`) or
 //! a file (TOML, or JSON when the name ends in `.json`), validated, and compiled
 //! into a [`Policy`]: per syscall number an ordered list of rules, plus path and
 //! network matchers. The same compiled form drives the BPF filter
@@ -9,6 +9,7 @@
 pub mod landlock;
 pub mod levels;
 pub mod model;
+pub mod names;
 mod net;
 mod path;
 
@@ -27,6 +28,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("default", include_str!("../../policies/default.toml")),
     ("audit", include_str!("../../policies/audit.toml")),
     ("permissive", include_str!("../../policies/permissive.toml")),
+    ("agent", include_str!("../../policies/agent.toml")),
 ];
 
 /// Syscalls the supervisor can emulate; `emulate` on any other is an error.
@@ -244,7 +246,7 @@ pub enum PolicyError {
         msg: String,
     },
     /// Neither a built-in name nor an existing file.
-    #[error("policy {0:?}: no such built-in policy or file (built-in: default, audit, permissive)")]
+    #[error("policy {0:?}: no such built-in policy or file (built-in: default, audit, permissive, agent)")]
     NotFound(String),
 }
 
@@ -374,7 +376,7 @@ impl Policy {
                 return Err(PolicyError::Invalid {
                     policy: origin.to_string(),
                     rule: "extends".into(),
-                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive) or \"none\""),
+                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive, agent) or \"none\""),
                 });
             };
             let base = Self::from_toml(src, &base)?.source;
@@ -502,6 +504,19 @@ impl Policy {
                     ));
                 }
             }
+        }
+        let dns = &file.dns;
+        if dns.ttl_min > dns.ttl_max {
+            return Err(invalid(
+                "dns.ttl_min".into(),
+                format!("{} is above dns.ttl_max ({})", dns.ttl_min, dns.ttl_max),
+            ));
+        }
+        if !(1..=30_000).contains(&dns.timeout_ms) {
+            return Err(invalid(
+                "dns.timeout_ms".into(),
+                format!("{} is not between 1 and 30000 milliseconds", dns.timeout_ms),
+            ));
         }
         let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
         let net = NetPolicy::compile(&file.net, file.net_default)
@@ -654,7 +669,16 @@ impl Policy {
             .1
             .and_then(|i| self.source.net.get(i).map(|r| (i, r)))
         {
-            Some((i, r)) => with_note(format!("net[{i}] {}", r.cidr), &r.note),
+            Some((i, r)) => with_note(format!("net[{i}] {}", r.target()), &r.note),
+            None => "net_default".into(),
+        }
+    }
+
+    /// [`Self::explain_net`] for the net rule of index `i` (`None`:
+    /// `net_default`).
+    pub fn explain_net_rule(&self, i: Option<usize>) -> String {
+        match i.and_then(|i| self.source.net.get(i).map(|r| (i, r))) {
+            Some((i, r)) => with_note(format!("net[{i}] {}", r.target()), &r.note),
             None => "net_default".into(),
         }
     }

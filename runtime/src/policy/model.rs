@@ -15,6 +15,9 @@
 //! cidr = "10.0.0.0/8"
 //! ports = [443]                     # optional; empty means every port
 //! action = "deny"                   # deny | allow
+//! [[net]]
+//! host = "*.example.com"            # a host name instead of cidr
+//! action = "allow"
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -130,12 +133,21 @@ pub enum NetAction {
     Allow,
 }
 
-/// A rule over IPv4/IPv6 destinations of connect, sendto and sendmsg.
+/// A rule over IPv4/IPv6 destinations of connect, sendto and sendmsg,
+/// by address (`cidr`) or by host name (`host`): exactly one of the two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetRule {
     /// Destination network, e.g. "10.0.0.0/8" or "::1/128".
-    pub cidr: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr: Option<String>,
+    /// Destination host name, e.g. "pypi.org", or "*.example.com" for
+    /// every name below example.com. Matches the addresses the
+    /// supervisor's resolver answered for such a name, while the answer's
+    /// TTL lasts (docs/POLICY.md, "Egress by name"); for a lookup, whether
+    /// the name is resolved at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Destination ports; empty means all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
@@ -144,6 +156,13 @@ pub struct NetRule {
     /// Why the rule exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+impl NetRule {
+    /// What the rule matches, as written: its `cidr` or its `host`.
+    pub fn target(&self) -> &str {
+        self.cidr.as_deref().or(self.host.as_deref()).unwrap_or("")
+    }
 }
 
 /// A whole policy file.
@@ -178,9 +197,67 @@ pub struct PolicyFile {
     /// Verdict for destinations no network rule matches.
     #[serde(default = "default_net_allow")]
     pub net_default: NetAction,
+    /// The supervisor's resolver, for policies with `host` rules (`[dns]`).
+    #[serde(default, skip_serializing_if = "Dns::is_default")]
+    pub dns: Dns,
     /// What the container sees of the machine (`[views]`).
     #[serde(default, skip_serializing_if = "Views::is_default")]
     pub views: Views,
+}
+
+/// The `[dns]` table: how the supervisor's resolver (used by policies
+/// with `host` rules) binds answers and waits for its nameservers. Every
+/// key is optional.
+///
+/// ```toml
+/// [dns]
+/// ttl_min = 30        # seconds an answered address stays bound at least
+/// ttl_max = 3600      # and at most, whatever the answer's TTL
+/// timeout_ms = 2000   # for one query to the nameservers; then SERVFAIL
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dns {
+    /// Floor of a binding's lifetime, in seconds (a TTL of 0 would make an
+    /// answer useless before the connect that follows it).
+    #[serde(default = "default_ttl_min")]
+    pub ttl_min: u32,
+    /// Cap of a binding's lifetime, in seconds.
+    #[serde(default = "default_ttl_max")]
+    pub ttl_max: u32,
+    /// How long one query may wait for the nameservers, in milliseconds
+    /// (1 to 30000); the container then gets SERVFAIL.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u32,
+}
+
+impl Default for Dns {
+    fn default() -> Self {
+        Dns {
+            ttl_min: default_ttl_min(),
+            ttl_max: default_ttl_max(),
+            timeout_ms: default_timeout_ms(),
+        }
+    }
+}
+
+impl Dns {
+    /// Whether these are the defaults.
+    pub fn is_default(&self) -> bool {
+        *self == Dns::default()
+    }
+}
+
+fn default_ttl_min() -> u32 {
+    30
+}
+
+fn default_ttl_max() -> u32 {
+    3600
+}
+
+fn default_timeout_ms() -> u32 {
+    2000
 }
 
 /// Whose kernel identity the container sees.

@@ -1,15 +1,24 @@
-//! Network egress rules on IPv4/IPv6 destinations.
+//! Network egress rules on IPv4/IPv6 destinations, by address or by the
+//! host name the supervisor's resolver answered them for.
 
 use std::net::IpAddr;
 
 use ipnet::IpNet;
 
 use super::model::{NetAction, NetRule};
+use super::names::HostPattern;
+
+/// What a rule matches: an address range or host names.
+#[derive(Debug, Clone)]
+enum Target {
+    Net(IpNet),
+    Host(HostPattern),
+}
 
 /// Compiled network rules; the first match decides, else the default.
 #[derive(Debug, Clone)]
 pub struct NetPolicy {
-    rules: Vec<(IpNet, Vec<u16>, NetAction)>,
+    rules: Vec<(Target, Vec<u16>, NetAction)>,
     default: NetAction,
 }
 
@@ -22,19 +31,35 @@ impl Default for NetPolicy {
     }
 }
 
+/// How a rule decided: its verdict, the rule's index (`None`:
+/// `net_default`), and for a `host` rule the index of the name (among the
+/// names given) it matched.
+pub type Verdict = (NetAction, Option<usize>, Option<usize>);
+
 impl NetPolicy {
     /// Compiles rules; an error gives (rule index, field, message).
     pub fn compile(rules: &[NetRule], default: NetAction) -> Result<Self, (usize, &'static str, String)> {
         let mut out = Vec::with_capacity(rules.len());
         for (i, r) in rules.iter().enumerate() {
-            let net: IpNet = r
-                .cidr
-                .parse()
-                .or_else(|_| r.cidr.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| (i, "cidr", format!("{:?} is not an address or CIDR", r.cidr)))?;
-            out.push((net, r.ports.clone(), r.action));
+            let target = match (&r.cidr, &r.host) {
+                (Some(cidr), None) => Target::Net(
+                    cidr.parse()
+                        .or_else(|_| cidr.parse::<IpAddr>().map(IpNet::from))
+                        .map_err(|_| (i, "cidr", format!("{cidr:?} is not an address or CIDR")))?,
+                ),
+                (None, Some(host)) => Target::Host(HostPattern::parse(host).map_err(|e| (i, "host", e))?),
+                (Some(_), Some(_)) => return Err((i, "host", "a rule has either cidr or host, not both".into())),
+                (None, None) => return Err((i, "cidr", "missing: a rule needs cidr or host".into())),
+            };
+            out.push((target, r.ports.clone(), r.action));
         }
         Ok(Self { rules: out, default })
+    }
+
+    /// Whether any rule names hosts: the container's lookups then go
+    /// through the supervisor's resolver.
+    pub fn has_names(&self) -> bool {
+        self.rules.iter().any(|(t, _, _)| matches!(t, Target::Host(_)))
     }
 
     /// The verdict for a destination address and port. IPv4-mapped IPv6
@@ -44,14 +69,35 @@ impl NetPolicy {
     }
 
     /// [`Self::decide`], with the index (in rule order) of the rule that
-    /// decided; `None` for `net_default`.
+    /// decided; `None` for `net_default`. `host` rules match no address
+    /// here (see [`Self::decide_named`]).
     pub fn decide_by(&self, addr: IpAddr, port: u16) -> (NetAction, Option<usize>) {
-        let one = |a: IpAddr| {
-            self.rules
-                .iter()
-                .position(|(net, ports, _)| net.contains(&a) && (ports.is_empty() || ports.contains(&port)))
-                .map(|i| (self.rules[i].2, Some(i)))
-                .unwrap_or((self.default, None))
+        let (a, i, _) = self.decide_named(addr, port, &[]);
+        (a, i)
+    }
+
+    /// The verdict for a destination address and port that the resolver
+    /// answered for `names` (normalized, see
+    /// [`super::names::normalize`]; empty for an address never answered):
+    /// the first rule that matches the address (`cidr`) or one of the
+    /// names (`host`), and the port, decides; else `net_default`.
+    pub fn decide_named(&self, addr: IpAddr, port: u16, names: &[String]) -> Verdict {
+        let one = |a: IpAddr| -> Verdict {
+            for (i, (target, ports, action)) in self.rules.iter().enumerate() {
+                if !(ports.is_empty() || ports.contains(&port)) {
+                    continue;
+                }
+                match target {
+                    Target::Net(net) if net.contains(&a) => return (*action, Some(i), None),
+                    Target::Host(h) => {
+                        if let Some(n) = names.iter().position(|n| h.matches(n)) {
+                            return (*action, Some(i), Some(n));
+                        }
+                    }
+                    Target::Net(_) => {}
+                }
+            }
+            (self.default, None, None)
         };
         match addr {
             IpAddr::V6(v6) => {
@@ -65,12 +111,44 @@ impl NetPolicy {
                 let embedded = (o[..12] == [0; 12] || o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])
                     .then(|| IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])));
                 match (one(addr), embedded.map(one)) {
-                    (d @ (NetAction::Deny, _), _) | (_, Some(d @ (NetAction::Deny, _))) => d,
+                    (d @ (NetAction::Deny, _, _), _) | (_, Some(d @ (NetAction::Deny, _, _))) => d,
                     (a, _) => a,
                 }
             }
             v4 => one(v4),
         }
+    }
+
+    /// Whether the container's resolver may look `name` (normalized) up:
+    /// the first `host` rule that matches it decides (a `deny` rule with
+    /// `ports` refuses only those ports, not the lookup, and is skipped);
+    /// else `net_default`. Returns the verdict and the deciding rule.
+    pub fn decide_name(&self, name: &str) -> (NetAction, Option<usize>) {
+        self.first_host_rule(name)
+            .map(|(a, i)| (a, Some(i)))
+            .unwrap_or((self.default, None))
+    }
+
+    /// The `host` rule that denies `name` outright, if the first `host`
+    /// rule that matches it does (ports as in [`Self::decide_name`]): a
+    /// CNAME chain through such a name is refused.
+    pub fn denies_name(&self, name: &str) -> Option<usize> {
+        match self.first_host_rule(name) {
+            Some((NetAction::Deny, i)) => Some(i),
+            _ => None,
+        }
+    }
+
+    fn first_host_rule(&self, name: &str) -> Option<(NetAction, usize)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .find_map(|(i, (t, ports, action))| match t {
+                Target::Host(h) if (ports.is_empty() || *action != NetAction::Deny) && h.matches(name) => {
+                    Some((*action, i))
+                }
+                _ => None,
+            })
     }
 }
 
@@ -82,13 +160,15 @@ mod tests {
     fn cidr_ports_and_mapped_addresses() {
         let rules = vec![
             NetRule {
-                cidr: "10.0.0.1".into(),
+                cidr: Some("10.0.0.1".into()),
+                host: None,
                 ports: vec![443],
                 action: NetAction::Allow,
                 note: None,
             },
             NetRule {
-                cidr: "10.0.0.0/8".into(),
+                cidr: Some("10.0.0.0/8".into()),
+                host: None,
                 ports: vec![],
                 action: NetAction::Deny,
                 note: None,
@@ -110,5 +190,93 @@ mod tests {
             "IPv4-compatible"
         );
         assert_eq!(p.decide("::1".parse().unwrap(), 80), NetAction::Allow);
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    fn rule(cidr: Option<&str>, host: Option<&str>, ports: &[u16], action: NetAction) -> NetRule {
+        NetRule {
+            cidr: cidr.map(Into::into),
+            host: host.map(Into::into),
+            ports: ports.to_vec(),
+            action,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn names_in_rule_order() {
+        let rules = vec![
+            rule(None, Some("evil.example.com"), &[], NetAction::Deny),
+            rule(None, Some("*.example.com"), &[443], NetAction::Allow),
+            rule(Some("10.0.0.0/8"), None, &[], NetAction::Deny),
+            rule(None, Some("pypi.org"), &[], NetAction::Allow),
+        ];
+        let p = NetPolicy::compile(&rules, NetAction::Deny).unwrap();
+        assert!(p.has_names());
+        let ip: IpAddr = "10.1.2.3".parse().unwrap();
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            p.decide_named(ip, 443, &names(&["a.example.com"])),
+            (NetAction::Allow, Some(1), Some(0))
+        );
+        assert_eq!(
+            p.decide_named(ip, 80, &names(&["a.example.com"])),
+            (NetAction::Deny, Some(2), None)
+        );
+        assert_eq!(
+            p.decide_named(ip, 443, &[]),
+            (NetAction::Deny, Some(2), None),
+            "an IP literal"
+        );
+        let other: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(
+            p.decide_named(other, 80, &names(&["x", "pypi.org"])),
+            (NetAction::Allow, Some(3), Some(1))
+        );
+        assert_eq!(p.decide_named(other, 80, &[]), (NetAction::Deny, None, None));
+        assert_eq!(p.decide_name("pypi.org"), (NetAction::Allow, Some(3)));
+        assert_eq!(p.decide_name("evil.example.com"), (NetAction::Deny, Some(0)));
+        assert_eq!(p.decide_name("b.example.com"), (NetAction::Allow, Some(1)));
+        assert_eq!(p.decide_name("example.org"), (NetAction::Deny, None));
+        assert_eq!(p.denies_name("example.org"), None, "only a rule refuses a chain");
+        assert_eq!(p.denies_name("evil.example.com"), Some(0));
+    }
+
+    #[test]
+    fn the_agent_policy() {
+        let p = crate::policy::Policy::load("agent").unwrap();
+        let n = &p.net;
+        assert!(n.has_names());
+        assert_eq!(n.decide_name("pypi.org").0, NetAction::Allow);
+        assert_eq!(n.decide_name("raw.githubusercontent.com").0, NetAction::Allow);
+        assert_eq!(n.decide_name("example.com").0, NetAction::Deny);
+        let names = vec!["pypi.org".to_string()];
+        let cdn: IpAddr = "151.101.0.223".parse().unwrap();
+        assert_eq!(n.decide_named(cdn, 443, &names).0, NetAction::Allow);
+        assert_eq!(n.decide_named(cdn, 22, &names).0, NetAction::Deny, "port 443 only");
+        assert_eq!(n.decide_named(cdn, 443, &[]).0, NetAction::Deny, "an IP literal");
+        let metadata: IpAddr = "169.254.169.254".parse().unwrap();
+        assert_eq!(
+            n.decide_named(metadata, 443, &names).0,
+            NetAction::Deny,
+            "no name's answer reaches the metadata service"
+        );
+    }
+
+    #[test]
+    fn bad_rules() {
+        let e = NetPolicy::compile(
+            &[rule(Some("10.0.0.0/8"), Some("a.com"), &[], NetAction::Deny)],
+            NetAction::Allow,
+        );
+        assert_eq!(e.unwrap_err().1, "host");
+        let e = NetPolicy::compile(&[rule(None, None, &[], NetAction::Deny)], NetAction::Allow);
+        assert_eq!(e.unwrap_err().1, "cidr");
+        let e = NetPolicy::compile(&[rule(None, Some("a..com"), &[], NetAction::Deny)], NetAction::Allow);
+        assert!(e.unwrap_err().2.contains("empty label"));
     }
 }

@@ -47,6 +47,23 @@ pub struct Record {
     pub rule: Option<String>,
 }
 
+impl Record {
+    /// The host name a network decision was about: the queried name of a
+    /// `dns` record (`pypi.org A`), or the name the resolver answered the
+    /// destination for in a connect/sendto/sendmsg record
+    /// (`pypi.org (151.101.0.223):443`). `None` for other records.
+    pub fn host(&self) -> Option<&str> {
+        match self.syscall.as_str() {
+            "dns" => self.detail.split(' ').next().filter(|_| self.detail.contains(' ')),
+            "connect" | "sendto" | "sendmsg" => {
+                let (name, rest) = self.detail.split_once(" (")?;
+                (!name.contains(' ') && !name.contains(':') && rest.contains(')')).then_some(name)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Appends records to the audit file.
 #[derive(Debug)]
 pub struct AuditLog {

@@ -17,6 +17,10 @@
 //! installs the policy's filter, whose supervisor actions are
 //! `SECCOMP_RET_TRACE`, and execs.
 //!
+//! `create` also connects once, under a policy with `host` rules, to hand
+//! over the resolver's sockets (tag `D`, see [`send_resolver`]) before the
+//! container runs; the supervisor answers `K` once its resolver serves.
+//!
 //! After step 2 only `write`, `read` and `close` run before execve, and the
 //! policy may never send those to the supervisor, so the handover cannot
 //! deadlock on its own filter (libcontainer's `listenerPath` handover uses
@@ -108,24 +112,121 @@ pub struct Attached {
     pub listener: Option<OwnedFd>,
 }
 
-/// Supervisor side: receives the pidfd and the listener of one process.
-/// The caller answers with [`ack`] once it serves the listener.
-pub fn accept(sock: &mut UnixStream) -> io::Result<Attached> {
+/// Most fds one handover carries: the resolver's socket and one socket
+/// per worker and nameserver.
+const MAX_FDS: usize = 2 + (crate::supervisor::dns::WORKERS + 1) * crate::supervisor::dns::MAX_NAMESERVERS;
+
+/// What arrives on the supervisor's socket.
+pub enum Incoming {
+    /// A container process attaching.
+    Process(Attached),
+    /// `create` handing over the resolver's sockets.
+    Resolver(crate::supervisor::dns::Handover),
+}
+
+/// Client side of the resolver handover, run by `create`: sends `h` (tag
+/// `D`, the sockets as SCM_RIGHTS: the UDP one, the TCP listener, then
+/// each upstream set in nameserver order; then a length-prefixed line
+/// `ADDRESS SETS NS...`)
+/// and waits for the supervisor's `K`.
+pub fn send_resolver(sock: &mut UnixStream, h: &crate::supervisor::dns::Handover) -> io::Result<()> {
+    let mut fds = vec![h.listen.as_raw_fd(), h.tcp.as_raw_fd()];
+    fds.extend(h.upstream.iter().flatten().map(|f| f.as_raw_fd()));
+    if fds.len() > MAX_FDS {
+        return Err(io::Error::other("too many resolver sockets"));
+    }
+    sendmsg::<()>(
+        sock.as_raw_fd(),
+        &[IoSlice::new(b"D")],
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .map_err(io::Error::from)?;
+    let mut line = format!("{} {}", h.address, h.upstream.len());
+    for ns in &h.nameservers {
+        line.push_str(&format!(" {ns}"));
+    }
+    sock.write_all(&(line.len() as u32).to_ne_bytes())?;
+    sock.write_all(line.as_bytes())?;
+    let mut ack = [0u8; 1];
+    sock.read_exact(&mut ack)?;
+    if ack[0] != b'K' {
+        return Err(io::Error::other("the supervisor refused the resolver"));
+    }
+    Ok(())
+}
+
+/// Reads the rest of a resolver handover after its tag (see
+/// [`send_resolver`]).
+fn accept_resolver(sock: &mut UnixStream, mut fds: Vec<OwnedFd>) -> io::Result<crate::supervisor::dns::Handover> {
+    let bad = |what: &str| io::Error::other(format!("resolver handover: {what}"));
+    let mut len = [0u8; 4];
+    sock.read_exact(&mut len)?;
+    let len = u32::from_ne_bytes(len) as usize;
+    if len > 4096 {
+        return Err(bad("line too long"));
+    }
+    let mut line = vec![0u8; len];
+    sock.read_exact(&mut line)?;
+    let line = String::from_utf8(line).map_err(|_| bad("not UTF-8"))?;
+    let mut words = line.split(' ');
+    let address = words
+        .next()
+        .and_then(|w| w.parse().ok())
+        .ok_or_else(|| bad("address"))?;
+    let workers: usize = words
+        .next()
+        .and_then(|w| w.parse().ok())
+        .ok_or_else(|| bad("workers"))?;
+    let nameservers = words
+        .map(|w| w.parse())
+        .collect::<Result<Vec<std::net::SocketAddr>, _>>()
+        .map_err(|_| bad("nameserver"))?;
+    // At least one UDP worker's set and the TCP server's.
+    if fds.len() != 2 + workers * nameservers.len() || workers < 2 {
+        return Err(bad("socket count"));
+    }
+    let mut rest = fds.split_off(2);
+    let tcp = fds.pop().ok_or_else(|| bad("socket count"))?;
+    let listen = fds.pop().ok_or_else(|| bad("socket count"))?;
+    let mut upstream = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let tail = rest.split_off(nameservers.len());
+        upstream.push(rest);
+        rest = tail;
+    }
+    Ok(crate::supervisor::dns::Handover {
+        listen,
+        tcp,
+        address,
+        nameservers,
+        upstream,
+    })
+}
+
+/// Supervisor side: receives the pidfd and the listener of one process
+/// (the caller answers with [`ack`] once it serves the listener), or a
+/// resolver handover (answer [`ack`] once the resolver serves).
+pub fn accept(sock: &mut UnixStream) -> io::Result<Incoming> {
     let mut tag = [0u8; 1];
-    let mut cmsg = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let mut cmsg = nix::cmsg_space!([std::os::fd::RawFd; MAX_FDS]);
     let mut iov = [IoSliceMut::new(&mut tag)];
     let msg = recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::MSG_CMSG_CLOEXEC)
         .map_err(io::Error::from)?;
-    let mut pidfd = None;
+    let mut fds = Vec::new();
     for c in msg.cmsgs().map_err(io::Error::from)? {
-        if let ControlMessageOwned::ScmRights(fds) = c {
-            for fd in fds {
+        if let ControlMessageOwned::ScmRights(received) = c {
+            for fd in received {
                 // SAFETY: SCM_RIGHTS fds are new in our table and owned by us.
-                let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-                pidfd.get_or_insert(owned);
+                fds.push(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
             }
         }
     }
+    if tag[0] == b'D' {
+        return accept_resolver(sock, fds).map(Incoming::Resolver);
+    }
+    let pidfd = fds.into_iter().next();
     let (role, ptrace) = match tag[0] {
         b'I' => (Role::Init, false),
         b'E' => (Role::Exec, false),
@@ -135,20 +236,20 @@ pub fn accept(sock: &mut UnixStream) -> io::Result<Attached> {
     };
     let pidfd = pidfd.ok_or_else(|| io::Error::other("handshake without a pidfd"))?;
     if ptrace {
-        return Ok(Attached {
+        return Ok(Incoming::Process(Attached {
             role,
             pidfd,
             listener: None,
-        });
+        }));
     }
     let mut num = [0u8; 4];
     sock.read_exact(&mut num)?;
     let listener = sys::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(num))?;
-    Ok(Attached {
+    Ok(Incoming::Process(Attached {
         role,
         pidfd,
         listener: Some(listener),
-    })
+    }))
 }
 
 /// Tells a process the supervisor traces it: it may install its filter.

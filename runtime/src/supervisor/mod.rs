@@ -13,6 +13,7 @@ pub mod audit;
 mod confine;
 pub mod creds;
 pub mod devices;
+pub mod dns;
 pub mod handshake;
 mod lifetime;
 mod notify;
@@ -111,6 +112,8 @@ pub struct Supervisor {
     pub blocking: std::sync::atomic::AtomicUsize,
     /// Answers being sent and recorded now ([`Supervisor::answering`]).
     answering: std::sync::atomic::AtomicUsize,
+    /// Addresses the resolver answered, bound to their names ([`dns`]).
+    pub names: dns::Names,
     /// Whether file syscalls come here (the path rules are not all enforced
     /// by the container's mounts): the supervisor then creates files for
     /// the container and joins its memory cgroup.
@@ -235,6 +238,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         blocking: std::sync::atomic::AtomicUsize::new(0),
         answering: std::sync::atomic::AtomicUsize::new(0),
         emulates_files: !opts.enforcement.starts_with("kernel"),
+        names: dns::Names::default(),
     });
     sup.audit.record(
         0,
@@ -404,7 +408,11 @@ fn attach(
     tracer: Option<Arc<ptrace::Tracer>>,
 ) {
     let att = match handshake::accept(&mut stream) {
-        Ok(a) => a,
+        Ok(handshake::Incoming::Process(a)) => a,
+        Ok(handshake::Incoming::Resolver(h)) => {
+            start_resolver(&sup, h, &mut stream);
+            return;
+        }
         Err(e) => {
             sup.audit
                 .record(0, "supervisor", &format!("attach failed: {e}"), "event", "error");
@@ -487,6 +495,40 @@ fn attach(
         sup.audit
             .record(0, "supervisor", "container init exited", "event", "exit");
         std::process::exit(0);
+    }
+}
+
+/// Starts the resolver on the sockets `create` handed over (once, and
+/// only under a policy with `host` rules), then answers `create`.
+fn start_resolver(sup: &Arc<Supervisor>, h: dns::Handover, stream: &mut UnixStream) {
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !sup.policy.net.has_names() || STARTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        sup.audit.record(
+            0,
+            "supervisor",
+            "unexpected resolver handover refused",
+            "event",
+            "error",
+        );
+        return;
+    }
+    let what = format!(
+        "resolver at {} for nameservers {}",
+        h.address,
+        h.nameservers
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    match dns::serve(sup, h) {
+        Ok(()) => {
+            sup.audit.record(0, "supervisor", &what, "event", "started");
+            let _ = handshake::ack(stream);
+        }
+        Err(e) => sup
+            .audit
+            .record(0, "supervisor", &format!("{what}: {e}"), "event", "error"),
     }
 }
 

@@ -517,6 +517,22 @@ pub fn set_link_up(name: &str) -> io::Result<()> {
     cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &mut req) }.into()).map(drop)
 }
 
+/// A random 16-bit value from the kernel's generator (getrandom(2)), for
+/// DNS message IDs; falls back to the clock's nanoseconds if it fails.
+pub fn random_u16() -> u16 {
+    let mut b = [0u8; 2];
+    // SAFETY: `b` is a writable buffer of the length passed.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == 2 {
+        u16::from_ne_bytes(b)
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() as u16)
+            .unwrap_or(0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

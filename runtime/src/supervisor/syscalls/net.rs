@@ -137,17 +137,61 @@ impl Addr {
     }
 }
 
-/// Policy verdict on a copied address: `Err((EPERM, rule))` when denied,
-/// with the rule that denied (see [`crate::policy::Policy::explain_net`]).
-/// `send`: the address of a sendto/sendmsg (see [`Addr::send_ip`]).
-fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> Result<(), (i32, String)> {
+/// Ports that carry DNS (53) and DNS over TLS (853): under a policy with
+/// `host` rules only the supervisor's resolver may be reached on them.
+const DNS_PORTS: [u16; 2] = [53, 853];
+
+/// Policy verdict on a copied address: the detail for the audit trail
+/// (the address, after the name the resolver answered it for when it
+/// did: `pypi.org (151.101.0.223):443`) and `Err((EPERM, rule))` when
+/// denied, with the rule that denied (see
+/// [`crate::policy::Policy::explain_net`]); `Ok(Some(rule))` when a `host`
+/// rule allowed. `send`: the address of a
+/// sendto/sendmsg (see [`Addr::send_ip`]).
+fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<Option<String>, (i32, String)>) {
     let dest = if send { addr.send_ip() } else { addr.ip() };
-    match dest {
-        Some((ip, port)) if ctx.sup.policy.net.decide(ip, port) == NetAction::Deny => {
-            Err((libc::EPERM, ctx.sup.policy.explain_net(ip, port)))
+    let Some((ip, port)) = dest else {
+        return (addr.describe(), Ok(None));
+    };
+    let net = &ctx.sup.policy.net;
+    if net.has_names() && DNS_PORTS.contains(&port) {
+        let resolver = ctx.sup.names.resolver();
+        let to_resolver = resolver.is_some_and(|r| {
+            let ip = match ip {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+                v4 => v4,
+            };
+            r.ip() == ip && r.port() == port
+        });
+        if to_resolver {
+            return (format!("resolver {}", addr.describe()), Ok(None));
         }
-        _ => Ok(()),
+        return (
+            addr.describe(),
+            Err((
+                libc::EPERM,
+                "dns: ports 53 and 853 reach only the supervisor's resolver under host rules".into(),
+            )),
+        );
     }
+    let names = if net.has_names() {
+        ctx.sup.names.of(ip)
+    } else {
+        Vec::new()
+    };
+    let (action, rule, which) = net.decide_named(ip, port, &names);
+    let name = which
+        .or(if names.is_empty() { None } else { Some(0) })
+        .and_then(|i| names.get(i));
+    let detail = match name {
+        Some(n) => format!("{n} ({ip}):{port}"),
+        None => addr.describe(),
+    };
+    if action == NetAction::Deny {
+        return (detail, Err((libc::EPERM, ctx.sup.policy.explain_net_rule(rule))));
+    }
+    let by = which.map(|_| ctx.sup.policy.explain_net_rule(rule));
+    (detail, Ok(by))
 }
 
 fn socket_copy(ctx: &Ctx<'_>, fd: i32) -> Result<OwnedFd, i32> {
@@ -241,12 +285,17 @@ struct Prepared {
 /// The steps every address-carrying call shares once the address is
 /// copied: the caller is still waiting, the destination is allowed, our
 /// copy of its socket, the address in our terms. `Err` is the answer.
-fn prepare(ctx: &Ctx<'_>, addr: &Addr, send: bool, detail: &str) -> Result<Prepared, Outcome> {
+fn prepare(
+    ctx: &Ctx<'_>,
+    addr: &Addr,
+    verdict: Result<Option<String>, (i32, String)>,
+    detail: &str,
+) -> Result<Prepared, Outcome> {
     let out = |e, action| Outcome::new(Reply::Errno(e), action, detail.to_string());
     if !ctx.still_valid() {
         return Err(out(libc::EINTR, "emulate"));
     }
-    check(ctx, addr, send).map_err(|(e, rule)| out(e, "deny").by(Some(rule)))?;
+    verdict.map_err(|(e, rule)| out(e, "deny").by(Some(rule)))?;
     let creds = ctx.creds().map_err(|_| out(libc::ESRCH, "allow"))?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, "allow"))?;
     let (addr, dir) = match unix_in_root(ctx, addr, &creds) {
@@ -265,13 +314,14 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         Ok(a) => a,
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "connect: bad address".into()),
     };
-    let detail = addr.describe();
+    let (detail, verdict) = check(ctx, &addr, false);
+    let by = verdict.clone().ok().flatten();
     let Prepared {
         sock,
         addr: bytes,
         dir,
         creds,
-    } = match prepare(ctx, &addr, false, &detail) {
+    } = match prepare(ctx, &addr, verdict, &detail) {
         Ok(p) => p,
         Err(out) => return out,
     };
@@ -284,11 +334,11 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
         r
     };
     if blocking {
-        let d2 = detail.clone();
-        let job = Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2));
-        return Outcome::new(Reply::Blocking(job), "allow", detail);
+        let (d2, by2) = (detail.clone(), by.clone());
+        let job = Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2));
+        return Outcome::new(Reply::Blocking(job), "allow", detail).by(by);
     }
-    Outcome::new(run(), "allow", detail)
+    Outcome::new(run(), "allow", detail).by(by)
 }
 
 /// bind(fd, addr, len). Every bind comes here (BPF cannot see the
@@ -466,13 +516,15 @@ pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
     {
         return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", addr.describe());
     }
-    let detail = format!("{} {} bytes", addr.describe(), len);
+    let (shown, verdict) = check(ctx, &addr, true);
+    let by = verdict.clone().ok().flatten();
+    let detail = format!("{shown} {len} bytes");
     let Prepared {
         sock,
         addr: abytes,
         dir,
         creds,
-    } = match prepare(ctx, &addr, true, &detail) {
+    } = match prepare(ctx, &addr, verdict, &detail) {
         Ok(p) => p,
         Err(out) => return out,
     };
@@ -498,14 +550,15 @@ pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
         r
     };
     if flags & libc::MSG_DONTWAIT == 0 {
-        let d2 = detail.clone();
+        let (d2, by2) = (detail.clone(), by.clone());
         return Outcome::new(
-            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2))),
+            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2))),
             "allow",
             detail,
-        );
+        )
+        .by(by);
     }
-    Outcome::new(run(), "allow", detail)
+    Outcome::new(run(), "allow", detail).by(by)
 }
 
 /// `struct msghdr` as the caller laid it out (x86-64: 56 bytes).
@@ -686,18 +739,17 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
     {
         return Err(libc::EFAULT);
     }
-    let detail = format!(
-        "{} {} bytes",
-        addr.as_ref().map(Addr::describe).unwrap_or_else(|| "connected".into()),
-        data.len()
-    );
+    let (shown, verdict) = match &addr {
+        Some(a) => check(ctx, a, true),
+        None => ("connected".into(), Ok(None)),
+    };
+    let by = verdict.clone().ok().flatten();
+    let detail = format!("{shown} {} bytes", data.len());
     if !ctx.still_valid() {
         return Ok(Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail));
     }
-    if let Some(a) = &addr {
-        if let Err((e, rule)) = check(ctx, a, true) {
-            return Ok(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
-        }
+    if let Err((e, rule)) = verdict {
+        return Ok(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
     }
     let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
@@ -765,14 +817,15 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
         r
     };
     if blocking {
-        let d2 = detail.clone();
+        let (d2, by2) = (detail.clone(), by.clone());
         return Ok(Outcome::new(
-            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2))),
+            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2))),
             "allow",
             detail,
-        ));
+        )
+        .by(by));
     }
-    Ok(Outcome::new(run(), "allow", detail))
+    Ok(Outcome::new(run(), "allow", detail).by(by))
 }
 
 /// Checks the `struct ucred` (pid, uid, gid: 12 bytes) of an
