@@ -104,8 +104,9 @@ impl Runtime {
     /// Runs the container of `bundle` as `id` to its end: `run -b BUNDLE
     /// ID`, or for sandlock-oci (which has no `run`) create, start, `state`
     /// every millisecond until it says stopped, delete. The outcome's
-    /// stdout is the container's; for sandlock its code is 0 once stopped
-    /// (its state has no exit status) and its RSS is not measured.
+    /// stdout is the container's; for sandlock its code is the one its
+    /// state reports once stopped (`exit_info`) and its RSS is not
+    /// measured.
     pub fn run_bundle(&self, bundle: &str, id: &str, timeout: Duration) -> anyhow::Result<proc::Outcome> {
         if !self.label.starts_with("sandlock") {
             return self.exec(&["run", "-b", bundle, id], timeout);
@@ -137,15 +138,19 @@ impl Runtime {
         loop {
             let st = self.exec(&["state", id], Duration::from_secs(10))?;
             let v: Value = serde_json::from_str(&st.stdout).unwrap_or_default();
-            if v["status"] == "stopped" || !st.ok() {
-                break;
+            if !st.ok() {
+                return finish(st.code);
+            }
+            if v["status"] == "stopped" {
+                // sandlock's state carries the exit status (`exit_info`).
+                let code = v["exit_info"]["code"].as_i64().map_or(0, |c| c as i32);
+                return finish(Some(code));
             }
             if start.elapsed() > timeout {
                 return finish(None);
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        finish(Some(0))
     }
 
     /// Whether this is cordon (whatever the policy).

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The repository root.
@@ -128,6 +130,35 @@ impl Env {
     /// A python environment running `args`.
     pub fn python(args: &[&str]) -> Self {
         Self::from_bundle(&python_bundle(), args)
+    }
+
+    /// Makes the host's programs `names` (found on the host's PATH) run
+    /// inside: each bind-mounted read-only at `/opt/bin/NAME`, the host's
+    /// library directory at `/opt/lib` (run them with
+    /// `LD_LIBRARY_PATH=/opt/lib`), over a tmpfs at `/opt`. For tools no
+    /// bundle has (node, curl); the python bundle's glibc is the host's
+    /// release, so the host's libraries load with it. Panics naming
+    /// tools/install-deps.sh when a program is not installed.
+    pub fn with_host_programs(&mut self, names: &[&str]) {
+        let mounts = self.config["mounts"].as_array_mut().unwrap();
+        mounts.push(json!({"destination": "/opt", "type": "tmpfs", "source": "tmpfs",
+                           "options": ["nosuid", "nodev", "size=1m"]}));
+        for name in names {
+            let out = Command::new("sh")
+                .args(["-c", &format!("command -v {name}")])
+                .output()
+                .expect("sh");
+            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            assert!(
+                !path.is_empty(),
+                "{name} is not installed on the host: run tools/install-deps.sh"
+            );
+            let path = std::fs::canonicalize(&path).unwrap();
+            mounts.push(json!({"destination": format!("/opt/bin/{name}"), "type": "bind",
+                               "source": path, "options": ["rbind", "ro"]}));
+        }
+        mounts.push(json!({"destination": "/opt/lib", "type": "bind",
+                           "source": "/usr/lib/x86_64-linux-gnu", "options": ["rbind", "ro"]}));
     }
 
     fn from_bundle(src: &Path, args: &[&str]) -> Self {

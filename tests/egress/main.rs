@@ -469,6 +469,58 @@ fn busybox_nslookup_and_wget() {
     assert_ne!(got.get("wget-denied"), Some(&"0"), "{text}");
 }
 
+/// Node (dns.lookup and http.get: glibc's getaddrinfo on libuv's thread
+/// pool) and curl (glibc, or its own threaded resolver), the host's, run
+/// in the python bundle: an allowed name resolves and its server answers,
+/// a denied one does not resolve.
+#[test]
+fn node_and_curl_by_name() {
+    let net = TestNet::new();
+    let node = r#"
+const dns = require("dns"), http = require("http");
+const get = (host) => new Promise((ok) => {
+  http.get({host, port: 8080, path: "/"}, (r) => { let b = ""; r.on("data", (d) => b += d); r.on("end", () => ok(b)); })
+    .on("error", (e) => ok("error " + e.code));
+});
+(async () => {
+  const look = (n) => new Promise((ok) => dns.lookup(n, {family: 4}, (e, a) => ok(e ? "error " + e.code : a)));
+  console.log("node-lookup-allowed", await look("allowed.test"));
+  console.log("node-lookup-denied", await look("denied.test"));
+  console.log("node-get-allowed", await get("allowed.test"));
+  console.log("node-get-denied", await get("denied.test"));
+})();
+"#;
+    let script = format!(
+        "export LD_LIBRARY_PATH=/opt/lib; /opt/bin/node -e '{node}'; \
+         echo curl-allowed $(/opt/bin/curl -s http://allowed.test:8080/); \
+         /opt/bin/curl -s http://denied.test:8080/ >/dev/null; echo curl-denied $?"
+    );
+    let mut env = Env::python(&["sh", "-c", &script]);
+    env.with_host_programs(&["node", "curl"]);
+    net.configure(&mut env, RULES);
+    let out = env.run(&unique("egress-node"));
+    let text = ok(&out);
+    let got: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once(' ')).collect();
+    let want = [
+        ("node-lookup-allowed", "10.77.0.1"),
+        ("node-lookup-denied", "error ENOTFOUND"),
+        ("node-get-allowed", "server-a"),
+        ("node-get-denied", "error ENOTFOUND"),
+        ("curl-allowed", "server-a"),
+        // CURLE_COULDNT_RESOLVE_HOST.
+        ("curl-denied", "6"),
+    ];
+    for (k, v) in want {
+        assert_eq!(
+            got.get(k).copied(),
+            Some(v),
+            "{k}; all output:\n{text}\n{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(net.asked("denied.test"), 0);
+}
+
 /// A flood of queries: the supervisor keeps a fixed number of threads and
 /// bounded memory, and answers again once it passes.
 #[test]

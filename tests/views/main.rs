@@ -273,23 +273,6 @@ fn an_exec_sees_the_views_of_its_container() {
     ok(&env.cordon(&["delete", "--force", &id]));
 }
 
-/// The host's `node` (tools/install-deps.sh installs it) and the
-/// directory of the libraries it links, for a bind mount into the python
-/// bundle (which has no node of its own): `(binary, library dir)`.
-fn host_node() -> (String, String) {
-    let out = std::process::Command::new("sh")
-        .args(["-c", "command -v node"])
-        .output()
-        .expect("sh");
-    let node = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(
-        !node.is_empty(),
-        "node is not installed on the host: run tools/install-deps.sh (it installs nodejs)"
-    );
-    let node = std::fs::canonicalize(&node).unwrap().to_string_lossy().into_owned();
-    (node, "/usr/lib/x86_64-linux-gnu".to_string())
-}
-
 /// What procps (`free`, `top`) and Node (`os.totalmem()`, `os.cpus()`,
 /// which read /proc/meminfo and /proc/stat) report under a 256 MiB limit
 /// and a 1-CPU quota: the container's numbers, and the virtual release.
@@ -297,19 +280,12 @@ fn host_node() -> (String, String) {
 fn procps_and_node_see_the_limits() {
     let mut env = Env::python(&[]);
     limited(&mut env);
-    let (node, libs) = host_node();
-    let bind =
-        |src: &str, dst: &str| json!({"destination": dst, "type": "bind", "source": src, "options": ["rbind", "ro"]});
-    env.config["mounts"].as_array_mut().unwrap().extend([
-        json!({"destination": "/opt", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=1m"]}),
-        bind(&node, "/opt/node"),
-        bind(&libs, "/opt/lib"),
-    ]);
+    env.with_host_programs(&["node"]);
     let lines = sh(
         &mut env,
         "echo =free; free -m | grep '^Mem:'; \
          echo =top; top -bn1 | grep 'Mem :'; \
-         echo =node; LD_LIBRARY_PATH=/opt/lib /opt/node -e \
+         echo =node; LD_LIBRARY_PATH=/opt/lib /opt/bin/node -e \
          'const os = require(\"os\"); console.log(os.totalmem(), os.cpus().length, os.release())'",
     );
     let free: Vec<&str> = after(&lines, "=free").split_whitespace().collect();
