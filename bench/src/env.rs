@@ -37,7 +37,7 @@ impl Sizes {
             lifecycle_runs: 50,
             syscall_reps: 7,
             syscall_scale: 1,
-            workload_reps: 7,
+            workload_reps: 21,
             density: 50,
             scale: 100,
         }
@@ -230,6 +230,11 @@ pub struct Env {
     /// `--sandlock` names one that runs: a column of the lifecycle and
     /// workload sections.
     pub sandlock: Option<PathBuf>,
+    /// For sandlock: the python rootfs as hard links (the same inodes, so
+    /// the same page cache) plus the timing probe at
+    /// `/usr/local/bin/loop`. sandlock lets a workload execute only files
+    /// of its rootfs, not of a bind mount such as `/srv` or of a tmpfs.
+    sandlock_python_rootfs: Option<PathBuf>,
     /// Host copies of the static probes.
     pub loop_bin: PathBuf,
     /// The floor supervisor.
@@ -461,6 +466,19 @@ impl Env {
                 }
             }
         };
+        let sandlock_python_rootfs = match &sandlock {
+            Some(_) => {
+                let dir = tmp.join("sandlock-python-rootfs");
+                let mut cp = Command::new("cp");
+                cp.arg("-al").arg(python.join("rootfs")).arg(&dir);
+                proc::run_ok(&mut cp, Duration::from_secs(300)).context("hard-link the python rootfs for sandlock")?;
+                let at = dir.join("usr/local/bin/loop");
+                let _ = std::fs::remove_file(&at);
+                std::fs::copy(&loop_bin, &at)?;
+                Some(dir)
+            }
+            None => None,
+        };
         let load = |p: &Path| -> anyhow::Result<Value> {
             let t = std::fs::read_to_string(p.join("config.json"))?;
             Ok(serde_json::from_str(&t)?)
@@ -471,6 +489,7 @@ impl Env {
             runc,
             crun,
             sandlock,
+            sandlock_python_rootfs,
             loop_bin,
             floor_bin,
             busybox_rootfs,
@@ -552,10 +571,22 @@ impl Env {
     /// Writes a bundle (config.json only; the rootfs is referenced by
     /// absolute path) for container `id` under `rt`, running `args`.
     pub fn bundle(&self, rt: &Runtime, id: &str, image: Image, args: &[&str], env: &[&str]) -> anyhow::Result<PathBuf> {
-        let (mut c, rootfs) = match image {
+        let (mut c, mut rootfs) = match image {
             Image::Busybox => (self.busybox_config.clone(), &self.busybox_rootfs),
             Image::Python => (self.python_config.clone(), &self.python_rootfs),
         };
+        let mut args: Vec<&str> = args.to_vec();
+        if let (true, Image::Python, Some(own)) = (
+            rt.label.starts_with("sandlock"),
+            image,
+            self.sandlock_python_rootfs.as_ref(),
+        ) {
+            rootfs = own;
+            if args.first() == Some(&"/srv/loop") {
+                args[0] = "/usr/local/bin/loop";
+            }
+        }
+        let args = &args[..];
         c["root"] = json!({"path": rootfs, "readonly": true});
         c["process"]["terminal"] = json!(false);
         c["process"]["args"] = json!(args);

@@ -122,6 +122,9 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         env.runtime("cordon-user", Some(&env.user_policy.to_string_lossy())),
     ];
     let mut rts = rts;
+    // What any seccomp filter costs these workloads: runc with a one-rule
+    // filter (every syscall on the kernel's slower entry path).
+    rts.push(env.runc_with_filter());
     if env.sandlock.is_some() {
         rts.push(env.runtime("sandlock", None));
     }
@@ -210,6 +213,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         let p = med(w.key, "cordon-permissive");
         let u = med(w.key, "cordon-user");
         let sl = med(w.key, "sandlock");
+        let rf = med(w.key, "runc-filter");
         let name = format!("workload {}: cordon vs runc", w.key);
         if env.sandlock.is_some() {
             so.targets.push(Target::at_most(
@@ -261,7 +265,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
                     num(base, 1)
                 ),
             )
-            .because(obstacle(w.key, stats::ratio(p, base)))
+            .because(obstacle(w.key, stats::ratio(p, base), stats::ratio(rf, base)))
         });
         trows.push(vec![
             format!("{} (`{}`)", w.title, w.key),
@@ -271,6 +275,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             num(stats::ratio(c, base), 3),
             num(stats::ratio(p, base), 3),
             num(stats::ratio(u, base), 3),
+            num(stats::ratio(rf, base), 3),
             num(sl, 1),
             num(stats::ratio(sl, base), 3),
             num(outer(w.key, "runc"), 1),
@@ -307,6 +312,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             "cordon / runc",
             "permissive / runc",
             "user policy / runc",
+            "runc + filter / runc",
             "sandlock ms",
             "sandlock / runc",
             "whole run: runc ms",
@@ -336,7 +342,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
 
 /// What makes workload `key` slower under the default policy than under
 /// runc (the emulated calls it makes; see the syscall section's costs).
-fn obstacle(key: &str, permissive: Option<f64>) -> String {
+fn obstacle(key: &str, permissive: Option<f64>, filtered: Option<f64>) -> String {
     // Under the default policy the path rules are enforced by the
     // container's mounts: no file call reaches the supervisor.
     let what = match key {
@@ -347,8 +353,10 @@ fn obstacle(key: &str, permissive: Option<f64>) -> String {
         _ => "no file call reaches the supervisor under the default policy",
     };
     format!(
-        "{what}. cordon-permissive (the same runtime, nothing intercepted) measured {}× runc in this run: the \
-         rest of the gap is the intercepted calls",
+        "{what}. In this run runc with a one-rule seccomp filter measured {}× runc (the cost of any filter: every \
+         syscall takes the kernel's slower entry path), and cordon-permissive (the same runtime, nothing \
+         intercepted) {}× runc: the rest of the gap is the intercepted calls",
+        num(filtered, 2),
         num(permissive, 2)
     )
 }
