@@ -4,9 +4,10 @@
 //!
 //! Names are compared in their ASCII form (IDNA A-labels, RFC 5890
 //! section 2.3.2.1), without the trailing dot and case-insensitively (RFC
-//! 4343). A rule must be written in that form: `policy check` refuses
-//! non-ASCII text with the A-label to write instead unknown, since the
-//! IDNA mapping tables are not part of cordon.
+//! 4343). A rule may be written in Unicode (`bücher.example`): it is
+//! mapped to its A-labels (`xn--bcher-kva.example`) by UTS #46 with the
+//! STD3 rules (the `idna` crate, the one the `url` crate uses), which also
+//! checks every `xn--` label written as such.
 
 /// The longest name in presentation form without its final dot (RFC 1035
 /// section 2.3.4 gives 255 octets on the wire: 253 characters of text).
@@ -67,15 +68,21 @@ impl std::fmt::Display for HostPattern {
 /// dot. Errors: empty, longer than [`MAX_NAME`], a label empty, longer than
 /// [`MAX_LABEL`], with characters other than letters, digits and `-` (or
 /// `_`, found in service names), starting or ending with `-`, an `xn--`
-/// label that is not valid Punycode (RFC 3492), or non-ASCII text.
+/// label that is not a valid IDNA A-label, or Unicode text that UTS #46
+/// does not map to a valid name. Unicode text is returned as its A-labels.
 pub fn normalize(text: &str) -> Result<String, String> {
     let t = text.strip_suffix('.').unwrap_or(text);
     if t.is_empty() {
         return Err("empty name".into());
     }
-    if !t.is_ascii() {
-        return Err("not ASCII: write the name's IDNA A-label form (xn--...), as `idn2` prints it".into());
-    }
+    let mapped;
+    let t = if t.is_ascii() {
+        t
+    } else {
+        mapped = idna::domain_to_ascii_strict(t)
+            .map_err(|_| "not a valid internationalized name (IDNA, UTS #46 with the STD3 rules)".to_string())?;
+        mapped.as_str()
+    };
     if t.len() > MAX_NAME {
         return Err(format!("{} characters, at most {MAX_NAME}", t.len()));
     }
@@ -99,9 +106,9 @@ pub fn normalize(text: &str) -> Result<String, String> {
         if label.starts_with('-') || label.ends_with('-') {
             return Err(format!("label {label:?} starts or ends with '-'"));
         }
-        if let Some(puny) = label.strip_prefix("xn--") {
-            if !punycode_valid(puny) {
-                return Err(format!("label {label:?} is not a valid IDNA A-label (Punycode)"));
+        if label.starts_with("xn--") {
+            if !a_label_valid(label) {
+                return Err(format!("label {label:?} is not a valid IDNA A-label"));
             }
         } else if label.len() >= 4 && &label[2..4] == "--" {
             return Err(format!(
@@ -112,71 +119,11 @@ pub fn normalize(text: &str) -> Result<String, String> {
     Ok(lower)
 }
 
-/// Whether `s` decodes as Punycode (RFC 3492 section 6.2) to at least one
-/// non-ASCII code point.
-fn punycode_valid(s: &str) -> bool {
-    const BASE: u32 = 36;
-    let (basic, ext) = match s.rfind('-') {
-        Some(i) => (&s[..i], &s[i + 1..]),
-        None => ("", s),
-    };
-    if ext.is_empty() {
-        return false;
-    }
-    let (mut n, mut i, mut bias, mut out) = (128u32, 0u32, 72u32, basic.len() as u32);
-    let mut it = ext.bytes().peekable();
-    let mut decoded_any = false;
-    while it.peek().is_some() {
-        let old = i;
-        let mut w = 1u32;
-        let mut k = BASE;
-        loop {
-            let Some(c) = it.next() else { return false };
-            let digit = match c {
-                b'a'..=b'z' => c - b'a',
-                b'0'..=b'9' => c - b'0' + 26,
-                _ => return false,
-            } as u32;
-            let Some(add) = digit.checked_mul(w).and_then(|d| i.checked_add(d)) else {
-                return false;
-            };
-            i = add;
-            let t = if k <= bias {
-                1
-            } else if k >= bias + 26 {
-                26
-            } else {
-                k - bias
-            };
-            if digit < t {
-                break;
-            }
-            let Some(nw) = w.checked_mul(BASE - t) else {
-                return false;
-            };
-            w = nw;
-            k += BASE;
-        }
-        out += 1;
-        // adapt
-        let mut delta = if old == 0 { (i - old) / 700 } else { (i - old) / 2 };
-        delta += delta / out;
-        let mut k = 0;
-        while delta > ((BASE - 1) * 26) / 2 {
-            delta /= BASE - 1;
-            k += BASE;
-        }
-        bias = k + (BASE * delta) / (delta + 38);
-        let Some(nn) = n.checked_add(i / out) else { return false };
-        n = nn;
-        i %= out;
-        if char::from_u32(n).is_none() || n < 128 {
-            return false;
-        }
-        decoded_any = true;
-        i += 1;
-    }
-    decoded_any
+/// Whether `label` (`xn--...`) is an A-label: it decodes (RFC 3492) to a
+/// U-label that UTS #46 accepts and maps back to the same A-label.
+fn a_label_valid(label: &str) -> bool {
+    let (unicode, decoded) = idna::domain_to_unicode(label);
+    decoded.is_ok() && !unicode.is_ascii() && idna::domain_to_ascii_strict(&unicode).is_ok_and(|back| back == label)
 }
 
 #[cfg(test)]
@@ -206,8 +153,10 @@ mod tests {
             "a.*.b",
             "-a.com",
             "a b.com",
-            "bücher.de",
             "ab--cd.com",
+            "a\u{0}b.com",
+            "bü cher.de",
+            "xn--bcher-kva-.de",
             "xn--.com",
             "xn--99999999999.com",
         ] {
@@ -215,8 +164,13 @@ mod tests {
         }
         assert!(HostPattern::parse(&format!("{}.com", "a".repeat(64))).is_err());
         assert!(HostPattern::parse(&format!("{}.com", ["a"; 130].join("."))).is_err());
-        // bücher.de in its A-label form.
+        // bücher.de in its A-label form, and in Unicode (mapped to it; upper
+        // case folded as UTS #46 does).
         assert!(HostPattern::parse("xn--bcher-kva.de").is_ok());
+        let u = HostPattern::parse("*.BÜCHER.de").unwrap();
+        assert_eq!(u.to_string(), "*.xn--bcher-kva.de");
+        assert!(u.matches("www.xn--bcher-kva.de"));
+        assert_eq!(normalize("münchen.example.").unwrap(), "xn--mnchen-3ya.example");
         assert!(HostPattern::parse("_dmarc.example.com").is_ok());
     }
 }
