@@ -353,6 +353,14 @@ impl Runtime {
                 let _ = std::fs::remove_dir_all(self.root.join(id));
                 return Ok(());
             }
+            Err(_) if force && !self.state_parses(id) => {
+                // Or one whose state.json libcontainer had only begun to
+                // write (empty, or cut short): the same. Its processes die
+                // with its supervisor (the watchdog kills them).
+                self.cleanup_cordon(id);
+                let _ = std::fs::remove_dir_all(self.root.join(id));
+                return Ok(());
+            }
             Err(e) => return Err(e),
         };
         if !force && !c.can_delete() {
@@ -413,6 +421,12 @@ impl Runtime {
 
     /// Stops the supervisor (if it still runs), keeps the audit trail
     /// (`[audit]` of the runtime config) and removes cordon's dir.
+    /// Whether container `id`'s state.json is whole JSON.
+    fn state_parses(&self, id: &str) -> bool {
+        std::fs::read(self.root.join(id).join("state.json"))
+            .is_ok_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok())
+    }
+
     fn cleanup_cordon(&self, id: &str) {
         let meta = self.meta(id);
         if let Some(pid) = meta.supervisor_pid {
