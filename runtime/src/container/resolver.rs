@@ -220,7 +220,9 @@ pub fn prepare(dir: &Path, bundle: &Path, spec: &Spec) -> Result<(Plan, Mount)> 
 /// `pid` (on a thread of its own that joins it; `lo` is set up there) and
 /// hands them to the supervisor of container dir `dir`. A nameserver that
 /// cannot be reached from that namespace (no route: a container without
-/// network) is left out; lookups of allowed names then get SERVFAIL.
+/// network), or that is an address of the namespace itself (loopback, an
+/// interface's: something inside could answer for it), is left out;
+/// lookups of allowed names then get SERVFAIL.
 pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
     let ns =
         std::fs::File::open(format!("/proc/{pid}/ns/net")).map_err(io("open the container's network namespace"))?;
@@ -250,7 +252,18 @@ pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
             Ok(OwnedFd::from(s))
         };
         let tcp = TcpListener::bind(address)?;
-        let reachable: Vec<SocketAddr> = servers.into_iter().filter(|ns| upstream_socket(ns).is_ok()).collect();
+        // A nameserver is used only if it is reachable and not an address
+        // of this namespace itself (loopback, the resolver's own, an
+        // interface's: the kernel then picks it as the source too): a
+        // process inside could bind it and answer for any allowed name,
+        // binding addresses of its choice to the name.
+        let outside = |ns: &SocketAddr| -> bool {
+            upstream_socket(ns)
+                .ok()
+                .and_then(|fd| UdpSocket::from(fd).local_addr().ok())
+                .is_some_and(|local| !local_to_namespace(ns.ip(), local.ip()))
+        };
+        let reachable: Vec<SocketAddr> = servers.into_iter().filter(outside).collect();
         // One set per worker, and one for the TCP server.
         let mut upstream = Vec::with_capacity(WORKERS + 1);
         for _ in 0..=WORKERS {
@@ -271,8 +284,33 @@ pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
     crate::supervisor::handshake::send_resolver(&mut sock, &made).map_err(io("hand the resolver to the supervisor"))
 }
 
+/// Whether nameserver `ns` is an address of the namespace the resolver's
+/// socket connected to it from `local` (the source the kernel chose):
+/// loopback, unspecified or multicast (v4-mapped forms too), or `local`
+/// itself, which the kernel picks for a destination of its own.
+fn local_to_namespace(ns: IpAddr, local: IpAddr) -> bool {
+    let ip = ns.to_canonical();
+    ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || local.to_canonical() == ip
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nameservers_of_the_namespace_itself_are_not_used() {
+        use super::local_to_namespace as local;
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let src = ip("10.77.0.2");
+        assert!(local(ip("127.0.0.1"), ip("127.0.0.1")));
+        assert!(local(ip("127.0.0.53"), src));
+        assert!(local(ip("::1"), ip("::1")));
+        assert!(local(ip("::ffff:127.0.0.1"), src));
+        assert!(local(ip("0.0.0.0"), src));
+        assert!(local(ip("10.77.0.2"), src), "an interface's own address");
+        assert!(local(ip("::ffff:10.77.0.2"), src));
+        assert!(!local(ip("10.77.0.1"), src));
+        assert!(!local(ip("2001:db8::1"), ip("2001:db8::2")));
+    }
+
     use super::*;
 
     #[test]

@@ -818,6 +818,17 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("path[0].pattern"), "{e}");
+        // Empty components (which a Landlock grant would normalise away
+        // while the supervisor's matcher never matches them) and NUL.
+        for bad in ["//data/rw/**", "/data/rw//**", "/data/f\\u0000"] {
+            let e = Policy::from_toml(
+                &format!("name = \"p\"\n[[path]]\npattern = \"{bad}\"\naccess = \"allow\"\n"),
+                "p",
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("path[0].pattern"), "{bad}: {e}");
+        }
     }
 
     #[test]

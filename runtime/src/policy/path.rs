@@ -74,6 +74,15 @@ impl PathPolicy {
                     format!("{:?}: . and .. never appear in a normalised path", r.pattern),
                 ));
             }
+            if r.pattern.len() > 1 && r.pattern.contains("//") {
+                return Err((
+                    i,
+                    format!("{:?}: // never appears in a normalised path: write one /", r.pattern),
+                ));
+            }
+            if r.pattern.contains('\0') {
+                return Err((i, format!("{:?}: a path holds no NUL byte", r.pattern)));
+            }
             if r.access != PathAccess::Allow {
                 let comps = r.pattern.split('/').filter(|c| !c.is_empty()).map(Component::compile);
                 restricted.push((i, comps.collect::<Result<_, _>>().map_err(|e| (i, e))?));
