@@ -130,6 +130,34 @@ fn user_namespaces_and_mounts_are_refused() {
     );
 }
 
+/// `exec` runs under the policy the container was created with: a policy
+/// file changed (or removed) afterwards changes nothing, for the exec'd
+/// process's filter as for its supervisor.
+#[test]
+fn exec_keeps_the_policy_of_create() {
+    let dir = TempDir::new("fixed-policy");
+    let file = dir.path().join("p.toml");
+    // sched_setaffinity(2) refused (taskset fails): what the created container's
+    // policy says, and not the changed file's.
+    std::fs::write(
+        &file,
+        "name = \"p\"\nextends = \"default\"\n[[syscall]]\nnames = [\"sched_setaffinity\"]\naction = \"deny\"\n",
+    )
+    .unwrap();
+    let mut env = Env::busybox(&["sleep", "600"]);
+    env.set_policy(&file.to_string_lossy());
+    let id = unique("fixed-policy");
+    ok(&env.create(&id));
+    ok(&env.cordon(&["start", &id]));
+    let probe = ["exec", &id, "sh", "-c", "taskset 1 true 2>/dev/null; echo $?"];
+    assert_eq!(ok(&env.cordon(&probe)).trim(), "1", "exec under the file as created");
+    std::fs::write(&file, "name = \"p\"\nextends = \"default\"\n").unwrap();
+    assert_eq!(ok(&env.cordon(&probe)).trim(), "1", "exec under the changed file");
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(ok(&env.cordon(&probe)).trim(), "1", "exec without the file");
+    ok(&env.cordon(&["delete", "--force", &id]));
+}
+
 #[test]
 fn uname_shows_the_virtual_identity() {
     let mut env = Env::busybox(&[]);

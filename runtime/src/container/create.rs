@@ -128,6 +128,10 @@ impl Runtime {
                 e
             }
         })?;
+        // The policy as it is now, for the supervisor and every later
+        // `exec`: a policy file changed after create changes nothing.
+        let fixed =
+            toml::to_string_pretty(&full.source).map_err(|e| Error::Other(format!("render the policy: {e}")))?;
         // Trace mode sees every open: path rules stay in the supervisor.
         let trace = self.config.trace;
         let enforcement = if trace {
@@ -154,6 +158,7 @@ impl Runtime {
         let dir = self.cordon_dir(&opts.id);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        write_private(&dir.join(POLICY_FILE), fixed.as_bytes()).map_err(io(format!("write {POLICY_FILE}")))?;
         let result = self.create_inner(
             opts,
             &bundle,
@@ -257,10 +262,11 @@ impl Runtime {
                 hostname: &hostname,
                 domainname: &domainname,
             };
+            let fixed_policy = dir.join(POLICY_FILE);
             let starting = spawn_supervisor(
                 &opts.id,
                 &dir,
-                policy_name,
+                &fixed_policy.to_string_lossy(),
                 names,
                 platform,
                 fallback.as_deref(),
@@ -425,7 +431,12 @@ impl Runtime {
             });
         }
         let meta = self.meta(&opts.id);
-        let policy_name = if meta.policy.is_empty() {
+        // The policy fixed at create (a container created by an older
+        // cordon has none: its name, then the runtime's).
+        let fixed = self.cordon_dir(&opts.id).join(POLICY_FILE);
+        let policy_name = if fixed.exists() {
+            fixed.to_string_lossy().into_owned()
+        } else if meta.policy.is_empty() {
             self.config.policy.clone()
         } else {
             meta.policy.clone()
@@ -559,6 +570,22 @@ impl Runtime {
 /// A failed build as one line: libcontainer's error, and when its forked
 /// processes logged what failed, its last step ("failed to prepare
 /// rootfs") with that detail (the mount destination or step, the errno).
+/// The policy a container was created with, in its cordon dir (TOML, as
+/// `policy show` prints it): what its supervisor and every `exec` load.
+pub const POLICY_FILE: &str = "policy.toml";
+
+/// Writes `bytes` to a new file at `path`, readable by root only.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(bytes)
+}
+
 fn set_up_error(what: &str, e: libcontainer::error::LibcontainerError, logged: &[String]) -> Error {
     match super::setup_log::describe(logged) {
         Some(detail) => {
