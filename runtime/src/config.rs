@@ -6,6 +6,7 @@
 //! platform = "seccomp-notify" # or "ptrace" (see `Platform`)
 //!
 //! trace = false               # record what the kernel refuses too (slower)
+//! data_dir = "/var/lib/cordon" # writable layers and checkpoints (docs/CHECKPOINT.md)
 //!
 //! [audit]                     # trails of deleted containers (see `Retention`)
 //! dir = "/var/log/cordon"
@@ -73,6 +74,12 @@ pub struct RuntimeConfig {
     /// Slower; for explaining denials, not for production.
     #[serde(default)]
     pub trace: bool,
+    /// Persistent directory of cordon's writable layers and checkpoints
+    /// (`org.cordon.rootfs = "overlay"`, `--overlay`; docs/CHECKPOINT.md):
+    /// `<data_dir>/containers/<id>/`. Not the tmpfs state root, which a
+    /// reboot empties.
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
     /// Where audit trails of deleted containers are kept.
     #[serde(default)]
     pub audit: crate::supervisor::audit::Retention,
@@ -87,6 +94,9 @@ fn default_policy() -> String {
 fn default_platform() -> String {
     "seccomp-notify".into()
 }
+fn default_data_dir() -> PathBuf {
+    crate::container::snapshot::DEFAULT_DATA_DIR.into()
+}
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
@@ -94,6 +104,7 @@ impl Default for RuntimeConfig {
             policy: default_policy(),
             platform: default_platform(),
             trace: false,
+            data_dir: default_data_dir(),
             audit: Default::default(),
             annotations: Default::default(),
         }
@@ -127,6 +138,13 @@ impl RuntimeConfig {
         })?;
         let at = |field: &str| format!("config {}: {field}", path.display());
         check_platform(&cfg.platform, &at("platform"))?;
+        if !cfg.data_dir.is_absolute() {
+            return Err(ConfigError::Unsupported(format!(
+                "{}: {:?} is not an absolute path",
+                at("data_dir"),
+                cfg.data_dir
+            )));
+        }
         let gate = &cfg.annotations;
         for (i, p) in gate.platforms.iter().enumerate() {
             if p != "*" {
