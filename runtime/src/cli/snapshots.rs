@@ -142,7 +142,10 @@ pub fn checkpoints(rt: &Runtime, a: CheckpointsArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(0);
     }
-    println!("{:<20} {:<28} {:<20} {:>12} {:>8}", "NAME", "CREATED", "PARENT", "SIZE", "FILES");
+    println!(
+        "{:<20} {:<28} {:<20} {:>12} {:>8}",
+        "NAME", "CREATED", "PARENT", "SIZE", "FILES"
+    );
     for i in list {
         println!(
             "{:<20} {:<28} {:<20} {:>12} {:>8}",

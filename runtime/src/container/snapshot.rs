@@ -337,13 +337,14 @@ fn parent_of(p: &str) -> Option<&str> {
 fn changes(before: &Manifest, now: &Manifest) -> (BTreeSet<String>, BTreeSet<String>) {
     // overlayfs links every whiteout to one shared inode (the workdir's
     // whiteout, kernel 5.8+): making one changes the ctime of all. A
-    // whiteout has nothing else that can change.
-    let same = |a: &Entry, b: &Entry| {
-        if a.kind == "whiteout" && b.kind == "whiteout" {
-            true
-        } else {
-            a == b
-        }
+    // whiteout has nothing else that can change. overlayfs also sets its
+    // own xattrs on upper directories (which changes their ctime): a
+    // directory is compared by everything but ctime (its entries are
+    // compared one by one).
+    let same = |a: &Entry, b: &Entry| match (a.kind.as_str(), b.kind.as_str()) {
+        ("whiteout", "whiteout") => true,
+        ("dir", "dir") => a.seen() == b.seen() && a.opaque == b.opaque,
+        _ => a == b,
     };
     let mut keep = BTreeSet::new();
     for (p, e) in now {
@@ -386,8 +387,9 @@ fn copy_entry(src: &Path, dst: &Path, e: &Entry) -> Result<u64> {
     match e.kind.as_str() {
         "dir" => std::fs::create_dir(dst).map_err(io_at("create", dst))?,
         "file" => bytes = std::fs::copy(src, dst).map_err(io_at("copy to", dst))?,
-        "symlink" => std::os::unix::fs::symlink(e.target.as_deref().unwrap_or(""), dst)
-            .map_err(io_at("create symlink", dst))?,
+        "symlink" => {
+            std::os::unix::fs::symlink(e.target.as_deref().unwrap_or(""), dst).map_err(io_at("create symlink", dst))?
+        }
         _ => mknod(dst, e.mode, e.rdev)?,
     }
     set_attrs(dst, e)?;
@@ -419,13 +421,15 @@ fn set_attrs(dst: &Path, e: &Entry) -> Result<()> {
     )
     .map_err(|err| other(format!("chown {}: {err}", dst.display())))?;
     if e.kind != "symlink" {
-        std::fs::set_permissions(dst, std::fs::Permissions::from_mode(e.mode & 0o7777))
-            .map_err(io_at("chmod", dst))?;
+        std::fs::set_permissions(dst, std::fs::Permissions::from_mode(e.mode & 0o7777)).map_err(io_at("chmod", dst))?;
     }
     if e.opaque {
         set_xattr(dst, OPAQUE_XATTR, b"y")?;
     }
-    let t = TimeSpec::new(e.mtime_ns.div_euclid(1_000_000_000), e.mtime_ns.rem_euclid(1_000_000_000));
+    let t = TimeSpec::new(
+        e.mtime_ns.div_euclid(1_000_000_000),
+        e.mtime_ns.rem_euclid(1_000_000_000),
+    );
     utimensat(None, dst, &t, &t, UtimensatFlags::NoFollowSymlink)
         .map_err(|err| other(format!("set times of {}: {err}", dst.display())))?;
     Ok(())
@@ -571,7 +575,11 @@ impl Layer {
         };
         let captured = self.capture(&head, &layer);
         thaw();
-        let frozen_ms = if was_frozen { froze.elapsed().as_millis() as u64 } else { 0 };
+        let frozen_ms = if was_frozen {
+            froze.elapsed().as_millis() as u64
+        } else {
+            0
+        };
         let r = captured.and_then(|(now, size, files)| {
             let info = Info {
                 name: name.clone(),

@@ -1,0 +1,411 @@
+//! Snapshots suite: a writable layer cordon owns (`org.cordon.rootfs =
+//! "overlay"`, `--overlay`), and `checkpoint`, `checkpoints`, `checkpoint
+//! rm`, `diff` and `restore` of it (docs/CHECKPOINT.md), through the real
+//! `cordon` binary on the busybox bundle.
+//!
+//! Trees are compared from inside the container: every path of the root
+//! filesystem (`find / -xdev`) with its type, mode and owner, a symlink's
+//! target and a file's md5. Every test has its own state root and data
+//! directory (`CORDON_CONFIG` names a config whose `data_dir` is the
+//! test's), so tests run in parallel. Needs root and a real kernel.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use cordon_tests::{
+    assert_no_leftovers, cordon_bin, ok, processes_of, run_captured, stderr, stdout, test_platform, unique, wait_until,
+    Env, TempDir,
+};
+use serde_json::{json, Value};
+
+/// Longest any single wait may take (a hang detector).
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A test's world: an [`Env`] and a data directory of its own.
+struct World {
+    env: Env,
+    data: TempDir,
+    config: PathBuf,
+}
+
+impl World {
+    /// A busybox container running `sleep`, with a writable rootfs.
+    fn busybox() -> Self {
+        let mut env = Env::busybox(&["sleep", "1000"]);
+        env.config["root"]["readonly"] = false.into();
+        let data = TempDir::new("data");
+        let config = data.path().join("config.toml");
+        std::fs::write(&config, format!("data_dir = {:?}\n", data.path().join("lib"))).unwrap();
+        World { env, data, config }
+    }
+
+    /// `cordon --root R ARGS` with this world's runtime config.
+    fn cordon(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(cordon_bin());
+        cmd.env("CORDON_CONFIG", &self.config)
+            .arg("--root")
+            .arg(self.env.root.path());
+        run_captured(cmd.args(args))
+    }
+
+    /// `cordon run -d [EXTRA] -b BUNDLE ID`, waiting for it to be running.
+    fn run_detached(&self, id: &str, extra: &[&str]) {
+        self.env.write();
+        let b = self.env.bundle.path().to_string_lossy().into_owned();
+        let mut args = vec!["run", "-d"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-b", &b, id]);
+        ok(&self.cordon(&args));
+        self.wait_running(id);
+    }
+
+    fn wait_running(&self, id: &str) {
+        wait_until(&format!("{id} to run"), TIMEOUT, || {
+            let s = self.env.state(id);
+            if s["status"] == "running" {
+                Ok(())
+            } else {
+                Err(format!("status {}", s["status"]))
+            }
+        });
+    }
+
+    /// Runs `script` with `sh -c` in container `id`; returns its stdout.
+    #[track_caller]
+    fn sh(&self, id: &str, script: &str) -> String {
+        ok(&self.cordon(&["exec", id, "sh", "-c", script]))
+    }
+
+    /// The container's root filesystem, seen from inside.
+    #[track_caller]
+    fn tree(&self, id: &str) -> String {
+        self.sh(
+            id,
+            r#"find / -xdev | sort | while read -r f; do
+                 if [ -L "$f" ]; then echo "$f link $(readlink "$f")";
+                 elif [ -f "$f" ]; then echo "$f file $(stat -c %a:%u:%g "$f") $(md5sum < "$f")";
+                 else echo "$f $(stat -c %F:%a:%u:%g "$f")"; fi
+               done"#,
+        )
+    }
+
+    /// The writable layer's directory of container `id`.
+    fn layer(&self, id: &str) -> PathBuf {
+        self.data.path().join("lib/containers").join(id)
+    }
+
+    /// One-line failure of `cordon ARGS`: its stderr.
+    #[track_caller]
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.cordon(args);
+        assert!(!out.status.success(), "{args:?} succeeded: {}", stdout(&out));
+        let e = stderr(&out);
+        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: not one line: {e:?}");
+        assert!(!e.contains("panicked"), "{e}");
+        e
+    }
+
+    /// Deletes `id` and checks nothing of it is left: no state, no mount,
+    /// no process, no writable layer.
+    #[track_caller]
+    fn delete_and_check(&self, id: &str) {
+        ok(&self.cordon(&["delete", "--force", id]));
+        assert_no_leftovers(self.env.root.path(), &[id], &[self.env.bundle.path(), self.data.path()]);
+        assert!(!self.layer(id).exists(), "{} left behind", self.layer(id).display());
+    }
+}
+
+/// Every entry of the host directory `root`: path, mode, owner, size,
+/// mtime and, for files, the content (to see that nothing changed it).
+fn host_tree(root: &Path) -> BTreeMap<PathBuf, (u32, u32, u32, u64, i64, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let content = if m.is_file() {
+                std::fs::read(&p).unwrap()
+            } else {
+                Vec::new()
+            };
+            if m.is_dir() {
+                stack.push(p.clone());
+            }
+            out.insert(p, (m.mode(), m.uid(), m.gid(), m.size(), m.mtime(), content));
+        }
+    }
+    out
+}
+
+#[test]
+fn restore_gives_back_each_checkpoints_tree_byte_for_byte() {
+    let mut w = World::busybox();
+    w.env.annotate("org.cordon.rootfs", "overlay");
+    let rootfs = cordon_tests::busybox_bundle().join("rootfs");
+    let before = host_tree(&rootfs);
+    let id = unique("snap");
+    w.run_detached(&id, &[]);
+    let start = w.tree(&id);
+
+    // Writes files, deletes one of the bundle's, replaces one of its
+    // directories by a file, makes a tree, a symlink, a FIFO.
+    w.sh(
+        &id,
+        "echo one > /one; mkdir -p /work/a/b; echo deep > /work/a/b/f; ln -s /one /link; \
+         rm /etc/group; rm -rf /home; echo file > /home; chmod 600 /one; mkfifo /fifo; \
+         dd if=/dev/urandom of=/big bs=64k count=16 2>/dev/null",
+    );
+    let first = w.tree(&id);
+    assert_ne!(first, start);
+    assert_eq!(ok(&w.cordon(&["checkpoint", &id])).trim(), "cp1");
+
+    // Changes, deletes and replaces some of that, and more of the bundle's.
+    w.sh(
+        &id,
+        "echo two >> /one; rm -rf /work/a; echo x > /work; rm /link; rm /bin/vi; mkdir /etc/group; \
+         echo new > /etc/group/inside; rm /big; dd if=/dev/urandom of=/big bs=4k count=3 2>/dev/null",
+    );
+    let second = w.tree(&id);
+    assert_eq!(ok(&w.cordon(&["checkpoint", &id, "--name", "second"])).trim(), "second");
+    let list: Value = serde_json::from_str(&ok(&w.cordon(&["checkpoints", &id, "--format", "json"]))).unwrap();
+    let names: Vec<(&str, &Value)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), &c["parent"]))
+        .collect();
+    assert_eq!(names, [("cp1", &Value::Null), ("second", &json!("cp1"))]);
+    assert!(list[0]["size"].as_u64().unwrap() >= 1 << 20, "{list}");
+    assert!(list[1]["files"].as_u64().unwrap() >= 5, "{list}");
+
+    // Unchanged since: an empty diff and an empty checkpoint.
+    assert_eq!(ok(&w.cordon(&["diff", &id, "second"])), "");
+    w.sh(&id, "rm -rf /etc /one; echo three > /three");
+    assert_ne!(w.tree(&id), second);
+
+    ok(&w.cordon(&["restore", &id, "second"]));
+    w.wait_running(&id);
+    assert_eq!(w.tree(&id), second, "restored to `second`");
+    assert_eq!(ok(&w.cordon(&["diff", &id, "second"])), "");
+
+    ok(&w.cordon(&["restore", &id, "cp1"]));
+    w.wait_running(&id);
+    assert_eq!(w.tree(&id), first, "restored to cp1");
+    assert_eq!(ok(&w.cordon(&["diff", &id, "cp1"])), "");
+    // The next checkpoint's parent is the restored one.
+    w.sh(&id, "echo after > /after");
+    assert_eq!(ok(&w.cordon(&["checkpoint", &id])).trim(), "cp2");
+    let list: Value = serde_json::from_str(&ok(&w.cordon(&["checkpoints", &id, "--format", "json"]))).unwrap();
+    assert_eq!(list[2]["parent"], "cp1", "{list}");
+    assert_eq!(list[2]["files"], 1, "only /after changed: {list}");
+
+    // Both events are in the trail, and the supervisor is a new one.
+    let audit = ok(&w.cordon(&["audit", &id]));
+    for event in ["checkpoint cp1", "checkpoint second", "restore second", "restore cp1"] {
+        assert!(audit.contains(event), "no {event:?} in the trail:\n{audit}");
+    }
+    assert_eq!(w.env.state(&id)["annotations"]["org.cordon.policy"], "default");
+
+    assert!(host_tree(&rootfs) == before, "the bundle's rootfs changed");
+    w.delete_and_check(&id);
+}
+
+#[test]
+fn diff_lists_added_changed_and_deleted_paths() {
+    let w = World::busybox();
+    let id = unique("diff");
+    w.run_detached(&id, &["--overlay"]);
+    assert_eq!(ok(&w.cordon(&["diff", &id])), "", "nothing changed yet");
+    w.sh(
+        &id,
+        "echo new > /new; rm /etc/group; echo more >> /etc/hosts; mkdir /nd; echo f > /nd/f; rm -rf /var",
+    );
+    assert_eq!(
+        ok(&w.cordon(&["diff", &id])),
+        "C /etc\nD /etc/group\nC /etc/hosts\nA /nd\nA /nd/f\nA /new\nD /var\n"
+    );
+    assert_eq!(ok(&w.cordon(&["checkpoint", &id, "--name", "base"])).trim(), "base");
+    w.sh(
+        &id,
+        "rm -rf /nd; echo changed > /new; echo other > /other; touch /etc/group",
+    );
+    let json: Value = serde_json::from_str(&ok(&w.cordon(&["diff", &id, "base", "--format", "json"]))).unwrap();
+    assert_eq!(
+        json,
+        json!([
+            {"kind": "C", "path": "/etc"},
+            {"kind": "A", "path": "/etc/group"},
+            {"kind": "D", "path": "/nd"},
+            {"kind": "D", "path": "/nd/f"},
+            {"kind": "C", "path": "/new"},
+            {"kind": "A", "path": "/other"},
+        ])
+    );
+    w.delete_and_check(&id);
+}
+
+#[test]
+fn bad_input_gets_one_clear_line() {
+    let w = World::busybox();
+    let id = unique("bad");
+    w.run_detached(&id, &["--overlay"]);
+    assert!(w
+        .fails(&["restore", &id, "nope"])
+        .contains("has no checkpoint \"nope\""));
+    assert!(w.fails(&["diff", &id, "nope"]).contains("has no checkpoint \"nope\""));
+    assert!(w
+        .fails(&["checkpoint", "rm", &id, "nope"])
+        .contains("has no checkpoint \"nope\""));
+    assert!(w
+        .fails(&["checkpoint", &id, "--name", "../x"])
+        .contains("checkpoint name \"../x\""));
+    assert!(w.fails(&["checkpoint", "no-such-container"]).contains("does not exist"));
+    assert!(w.fails(&["restore", &id]).contains("checkpoint name is missing"));
+    for criu in [
+        &["checkpoint", "--image-path", "/tmp/x", &id][..],
+        &["restore", "--image-path", "/tmp/x", &id],
+        &["restore", "-b", "/tmp/x", &id],
+    ] {
+        assert!(w.fails(criu).contains("CRIU"), "{criu:?}");
+    }
+    ok(&w.cordon(&["checkpoint", &id]));
+    ok(&w.cordon(&["checkpoint", &id]));
+    assert!(w
+        .fails(&["checkpoint", &id, "--name", "cp1"])
+        .contains("has a checkpoint \"cp1\" already"));
+    assert!(w
+        .fails(&["checkpoint", "rm", &id, "cp1"])
+        .contains("is the parent of \"cp2\""));
+
+    // Another checkpoint holds the container's lock: a clear refusal, and
+    // nothing half-written.
+    {
+        let f = std::fs::File::open(w.layer(&id).join("lock")).unwrap();
+        // SAFETY: flock on an fd this test owns.
+        assert_eq!(
+            unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) },
+            0
+        );
+        let e = w.fails(&["checkpoint", &id]);
+        assert!(e.contains("another checkpoint"), "{e}");
+        assert!(w.fails(&["restore", &id, "cp1"]).contains("another checkpoint"));
+    }
+    let entries: Vec<String> = std::fs::read_dir(w.layer(&id).join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries.len(), 2, "{entries:?}");
+
+    // Removing the head: the next checkpoint's parent is its parent.
+    ok(&w.cordon(&["checkpoint", "rm", &id, "cp2"]));
+    ok(&w.cordon(&["checkpoint", &id]));
+    let list: Value = serde_json::from_str(&ok(&w.cordon(&["checkpoints", &id, "--format", "json"]))).unwrap();
+    assert_eq!(list[1]["name"], "cp2");
+    assert_eq!(list[1]["parent"], "cp1");
+
+    // A stopped container has nothing to checkpoint.
+    ok(&w.cordon(&["kill", &id, "KILL"]));
+    wait_until(&format!("{id} to stop"), TIMEOUT, || {
+        match w.env.state(&id)["status"].as_str() {
+            Some("stopped") => Ok(()),
+            s => Err(format!("{s:?}")),
+        }
+    });
+    assert!(w.fails(&["checkpoint", &id]).contains("is stopped"));
+
+    // --keep-checkpoints keeps them (and only them); a plain delete of a
+    // new container of the id is then refused until they are removed.
+    ok(&w.cordon(&["delete", "--keep-checkpoints", &id]));
+    assert!(w.layer(&id).join("checkpoints/cp1/info.json").exists());
+    assert!(!w.layer(&id).join("upper").exists());
+    assert_no_leftovers(w.env.root.path(), &[&id], &[w.env.bundle.path()]);
+    let b = w.env.bundle.path().to_string_lossy().into_owned();
+    assert!(w.fails(&["create", "--overlay", "-b", &b, &id]).contains("exists"));
+    std::fs::remove_dir_all(w.layer(&id)).unwrap();
+    assert_no_leftovers(w.env.root.path(), &[&id], &[w.env.bundle.path(), w.data.path()]);
+
+    // A container without cordon's layer.
+    let plain = unique("plain");
+    w.run_detached(&plain, &[]);
+    assert!(w.fails(&["checkpoint", &plain]).contains("no writable layer"));
+    assert!(w.fails(&["diff", &plain]).contains("no writable layer"));
+    w.delete_and_check(&plain);
+}
+
+#[test]
+fn a_failed_create_leaves_no_layer_and_no_mount() {
+    let mut w = World::busybox();
+    w.env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": "/x", "type": "bind", "source": "/no/such/dir", "options": ["rbind"]}));
+    let id = unique("fail");
+    w.env.write();
+    let b = w.env.bundle.path().to_string_lossy().into_owned();
+    let out = w.cordon(&["create", "--overlay", "-b", &b, &id]);
+    assert!(!out.status.success());
+    assert_no_leftovers(w.env.root.path(), &[&id], &[w.env.bundle.path(), w.data.path()]);
+    assert!(!w.layer(&id).exists());
+}
+
+#[test]
+fn a_call_pending_in_the_supervisor_is_defined() {
+    let mut w = World::busybox();
+    w.env.annotate("org.cordon.enforcement", "supervisor");
+    let host = TempDir::new("fifo");
+    let fifo = host.path().join("p");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+    w.env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": "/host", "type": "bind", "source": host.path(), "options": ["rbind", "rw"]}));
+    w.env.config["process"]["args"] = json!([
+        "sh",
+        "-c",
+        "probe read /host/p; echo thawed > /host/after; exec sleep 1000"
+    ]);
+    let id = unique("fifo");
+    w.run_detached(&id, &["--overlay"]);
+    wait_until("the probe to wait on the FIFO", TIMEOUT, || {
+        let p: Vec<i32> = processes_of(&id)
+            .iter()
+            .filter(|p| p.ends_with("(probe read /host/p)"))
+            .map(|p| p.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        let wchan = p
+            .first()
+            .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/wchan")).ok());
+        match wchan {
+            Some(w) if w.contains("seccomp") || w.contains("ptrace_stop") => Ok(()),
+            w => Err(format!("{p:?} in {w:?}")),
+        }
+    });
+    if test_platform().as_deref() == Some("ptrace") {
+        // A tracee in its syscall stop freezes: the checkpoint is taken.
+        assert_eq!(ok(&w.cordon(&["checkpoint", &id])).trim(), "cp1");
+    } else {
+        // A call waiting in its seccomp notification cannot be frozen: the
+        // freezer gives up, thaws, and the checkpoint is absent.
+        let e = w.fails(&["checkpoint", &id]);
+        assert!(
+            e.contains("cannot freeze") && e.contains("wait in its supervisor"),
+            "{e}"
+        );
+        assert_eq!(ok(&w.cordon(&["checkpoints", &id, "--format", "json"])).trim(), "[]");
+        let left: Vec<_> = std::fs::read_dir(w.layer(&id).join("checkpoints")).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    // Thawed either way: the probe goes on once a writer comes.
+    std::fs::write(&fifo, b"x").unwrap();
+    wait_until("the container to go on", TIMEOUT, || {
+        std::fs::read_to_string(host.path().join("after")).map_err(|e| e.to_string())
+    });
+    assert_eq!(w.env.state(&id)["status"], "running");
+    w.delete_and_check(&id);
+}
