@@ -118,9 +118,12 @@ impl World {
     }
 }
 
-/// Every entry of the host directory `root`: path, mode, owner, size,
-/// mtime and, for files, the content (to see that nothing changed it).
-fn host_tree(root: &Path) -> BTreeMap<PathBuf, (u32, u32, u32, u64, i64, Vec<u8>)> {
+/// One host entry as [`host_tree`] sees it: mode, uid, gid, size, mtime
+/// (seconds) and, for files, the content.
+type HostEntry = (u32, u32, u32, u64, i64, Vec<u8>);
+
+/// Every entry of the host directory `root` (to see that nothing changed it).
+fn host_tree(root: &Path) -> BTreeMap<PathBuf, HostEntry> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {

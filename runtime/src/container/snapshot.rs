@@ -26,6 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -621,7 +622,7 @@ impl Layer {
             files += 1;
         }
         for p in &gone {
-            mknod(&layer.join(p), libc::S_IFCHR | 0o000, 0)?;
+            mknod(&layer.join(p), libc::S_IFCHR, 0)?;
             files += 1;
         }
         // Directory times last: creating their children changed them.
@@ -853,52 +854,6 @@ impl Layer {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn e(kind: &str, mtime: i64) -> Entry {
-        Entry {
-            kind: kind.into(),
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            size: 1,
-            mtime_ns: mtime,
-            ctime_ns: mtime,
-            rdev: 0,
-            target: None,
-            opaque: false,
-        }
-    }
-
-    #[test]
-    fn changes_hold_parents_and_whiteouts_only_under_live_directories() {
-        let before: Manifest = [
-            ("d".to_string(), e("dir", 1)),
-            ("d/a".to_string(), e("file", 1)),
-            ("x".to_string(), e("dir", 1)),
-            ("x/y".to_string(), e("file", 1)),
-        ]
-        .into();
-        // d/a removed; x replaced by a file (x/y went with it).
-        let now: Manifest = [("d".to_string(), e("dir", 2)), ("x".to_string(), e("file", 2))].into();
-        let (keep, gone) = changes(&before, &now);
-        assert_eq!(keep.into_iter().collect::<Vec<_>>(), ["d", "x"]);
-        assert_eq!(gone.into_iter().collect::<Vec<_>>(), ["d/a"]);
-    }
-
-    #[test]
-    fn names_are_checked() {
-        for ok in ["cp1", "before-pip", "a.b_c"] {
-            assert!(check_name(ok).is_ok(), "{ok}");
-        }
-        for bad in ["", ".tmp-x", "-x", "a/b", "..", &"x".repeat(65)] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-    }
-}
-
 impl super::Runtime {
     /// The writable layer of container `id` (from its meta.json); errors
     /// when the container does not exist or has none.
@@ -1063,4 +1018,48 @@ impl super::Runtime {
     }
 }
 
-use std::os::fd::OwnedFd;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(kind: &str, mtime: i64) -> Entry {
+        Entry {
+            kind: kind.into(),
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            size: 1,
+            mtime_ns: mtime,
+            ctime_ns: mtime,
+            rdev: 0,
+            target: None,
+            opaque: false,
+        }
+    }
+
+    #[test]
+    fn changes_hold_parents_and_whiteouts_only_under_live_directories() {
+        let before: Manifest = [
+            ("d".to_string(), e("dir", 1)),
+            ("d/a".to_string(), e("file", 1)),
+            ("x".to_string(), e("dir", 1)),
+            ("x/y".to_string(), e("file", 1)),
+        ]
+        .into();
+        // d/a removed; x replaced by a file (x/y went with it).
+        let now: Manifest = [("d".to_string(), e("dir", 2)), ("x".to_string(), e("file", 2))].into();
+        let (keep, gone) = changes(&before, &now);
+        assert_eq!(keep.into_iter().collect::<Vec<_>>(), ["d", "x"]);
+        assert_eq!(gone.into_iter().collect::<Vec<_>>(), ["d/a"]);
+    }
+
+    #[test]
+    fn names_are_checked() {
+        for ok in ["cp1", "before-pip", "a.b_c"] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".tmp-x", "-x", "a/b", "..", &"x".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}
