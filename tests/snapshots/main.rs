@@ -412,3 +412,49 @@ fn a_call_pending_in_the_supervisor_is_defined() {
     assert_eq!(w.env.state(&id)["status"], "running");
     w.delete_and_check(&id);
 }
+
+#[test]
+fn a_fork_starts_from_the_checkpoints_files_and_goes_its_own_way() {
+    let w = World::busybox();
+    let id = unique("src");
+    let fork = unique("fork");
+    w.run_detached(&id, &["--overlay"]);
+    w.sh(
+        &id,
+        "echo base > /base; rm -rf /home; echo f > /home; mkdir -p /w/x; echo y > /w/x/y; rm /etc/group",
+    );
+    ok(&w.cordon(&["checkpoint", &id]));
+    let at_cp1 = w.tree(&id);
+    w.sh(&id, "echo later > /later; rm /base");
+
+    assert!(w
+        .fails(&["fork", &id, "nope", &fork])
+        .contains("has no checkpoint \"nope\""));
+    assert!(w.fails(&["fork", &id, "cp1", &id]).contains("already exists"));
+    ok(&w.cordon(&["fork", &id, "cp1", &fork]));
+    w.wait_running(&fork);
+    assert_eq!(w.tree(&fork), at_cp1, "the fork's files are the checkpoint's");
+    assert_eq!(
+        ok(&w.cordon(&["diff", &fork])),
+        "A /base\nC /etc\nD /etc/group\nC /home\nD /home/app\nA /w\nA /w/x\nA /w/x/y\n",
+        "the fork's changes since its start are the checkpoint's"
+    );
+
+    // Each goes its own way.
+    w.sh(&fork, "echo mine > /mine");
+    assert!(!w.sh(&id, "ls /").contains("mine"));
+    assert!(!w.sh(&fork, "ls /").contains("later"));
+    // The fork's own first checkpoint holds its whole layer: restoring it
+    // gives the fork's files back.
+    let forked = w.tree(&fork);
+    assert_eq!(ok(&w.cordon(&["checkpoint", &fork])).trim(), "cp1");
+    w.sh(&fork, "rm -rf /w /mine");
+    ok(&w.cordon(&["restore", &fork, "cp1"]));
+    w.wait_running(&fork);
+    assert_eq!(w.tree(&fork), forked);
+    assert!(ok(&w.cordon(&["audit", &fork])).contains(&format!("forked from checkpoint cp1 of container {id}")));
+
+    ok(&w.cordon(&["delete", "--force", &fork]));
+    w.delete_and_check(&id);
+    w.delete_and_check(&fork);
+}

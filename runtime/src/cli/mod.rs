@@ -97,6 +97,8 @@ pub enum Cmd {
     Diff(snapshots::DiffArgs),
     /// Make a container's files those of a checkpoint and start its process again
     Restore(snapshots::RestoreArgs),
+    /// Start a new container whose files are those of a checkpoint
+    Fork(snapshots::ForkArgs),
     /// Show or check policies
     #[command(subcommand)]
     Policy(PolicyCmd),
@@ -314,6 +316,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Checkpoints(a) => snapshots::checkpoints(&rt()?, a),
         Cmd::Diff(a) => snapshots::diff(&rt()?, a),
         Cmd::Restore(a) => snapshots::restore(&rt()?, a),
+        Cmd::Fork(a) => snapshots::fork(&rt()?, a),
         Cmd::Policy(p) => policy::policy(p, cli.policy.as_deref()),
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),

@@ -122,6 +122,26 @@ pub struct RestoreArgs {
     detach: bool,
 }
 
+/// `fork` arguments.
+#[derive(Args, Debug)]
+pub struct ForkArgs {
+    /// Container id
+    pub container_id: String,
+    /// Checkpoint name
+    pub name: String,
+    /// Id of the new container
+    pub new_id: String,
+    /// Bundle of the new container (default: the container's); its rootfs
+    /// must be the same
+    #[arg(short, long)]
+    pub bundle: Option<std::path::PathBuf>,
+}
+
+pub fn fork(rt: &Runtime, a: ForkArgs) -> anyhow::Result<i32> {
+    rt.fork(&a.container_id, &a.name, &a.new_id, a.bundle.as_deref())?;
+    Ok(0)
+}
+
 pub fn checkpoint(rt: &Runtime, a: CheckpointArgs) -> anyhow::Result<i32> {
     a.criu.refuse()?;
     if let Some(CheckpointCmd::Rm { container_id, name }) = a.cmd {

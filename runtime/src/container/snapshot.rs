@@ -685,29 +685,8 @@ impl Layer {
     /// entry to hide). The overlay must be unmounted. The caller holds
     /// [`Layer::lock`].
     pub fn rebuild(&self, id: &str, name: &str, lower: &Path) -> Result<()> {
-        let chain = self.chain(id, name)?;
         let fresh = self.base.join(".upper-new");
-        let _ = std::fs::remove_dir_all(&fresh);
-        std::fs::create_dir(&fresh).map_err(io_at("create", &fresh))?;
-        let r = (|| {
-            for info in &chain {
-                let src = self.checkpoints().join(&info.name).join("layer");
-                let m = scan(&src)?;
-                for (p, e) in &m {
-                    apply(&src.join(p), &fresh, p, e, lower)?;
-                }
-                for (p, e) in m.iter().rev() {
-                    if e.kind == "dir" {
-                        set_attrs(&fresh.join(p), e)?;
-                    }
-                }
-            }
-            Ok(())
-        })();
-        if let Err(e) = r {
-            let _ = std::fs::remove_dir_all(&fresh);
-            return Err(e);
-        }
+        self.materialize(id, name, lower, &fresh)?;
         for d in [self.upper(), self.work()] {
             std::fs::remove_dir_all(&d).map_err(io_at("remove", &d))?;
         }
@@ -721,6 +700,62 @@ impl Layer {
                 manifest,
             },
         )
+    }
+
+    /// Writes checkpoint `name`'s upper layer (its chain applied in order)
+    /// into the new directory `fresh`; removes it on error.
+    fn materialize(&self, id: &str, name: &str, lower: &Path, fresh: &Path) -> Result<()> {
+        let chain = self.chain(id, name)?;
+        let _ = std::fs::remove_dir_all(&fresh);
+        std::fs::create_dir(&fresh).map_err(io_at("create", &fresh))?;
+        let r = (|| {
+            for info in &chain {
+                let src = self.checkpoints().join(&info.name).join("layer");
+                let m = scan(&src)?;
+                for (p, e) in &m {
+                    apply(&src.join(p), fresh, p, e, lower)?;
+                }
+                for (p, e) in m.iter().rev() {
+                    if e.kind == "dir" {
+                        set_attrs(&fresh.join(p), e)?;
+                    }
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            let _ = std::fs::remove_dir_all(fresh);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Makes `new` (a layer that does not exist yet) a copy of checkpoint
+    /// `name`'s files: its upper layer is the checkpoint's, with no
+    /// checkpoints of its own (its first one holds its whole upper layer).
+    /// Nothing of `new` is left on error.
+    pub fn fork_into(&self, id: &str, name: &str, lower: &Path, new: &Layer) -> Result<()> {
+        if new.base.exists() {
+            return Err(other(format!(
+                "fork: {} exists (checkpoints kept by `delete --keep-checkpoints`, or the id is used under \
+                 another state root): remove it first",
+                new.base.display()
+            )));
+        }
+        let r = (|| {
+            std::fs::create_dir_all(&new.base).map_err(io_at("create", &new.base))?;
+            std::fs::set_permissions(&new.base, std::fs::Permissions::from_mode(0o700))
+                .map_err(io_at("chmod", &new.base))?;
+            self.materialize(id, name, lower, &new.upper())?;
+            for d in [new.work(), new.merged(), new.checkpoints()] {
+                std::fs::create_dir(&d).map_err(io_at("create", &d))?;
+            }
+            save_json(&new.base.join("head.json"), &Head::default())
+        })();
+        if r.is_err() {
+            let _ = std::fs::remove_dir_all(&new.base);
+        }
+        r
     }
 }
 
@@ -984,21 +1019,12 @@ impl super::Runtime {
         let _ = std::fs::rename(super::audit_path(&self.root, id), &trail);
         self.delete_with(id, true, super::Keep::Layer)?;
         layer.rebuild(id, name, &lower)?;
-        let null = || {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open("/dev/null")
-                .map(OwnedFd::from)
-                .map_err(|e| other(format!("open /dev/null: {e}")))
-        };
-        let stdio = super::StdioFds(std::sync::Arc::new([null()?, null()?, null()?]));
         let mut c = self
             .create(&super::CreateOptions {
                 id: id.into(),
                 bundle: meta.bundle.clone(),
                 detach: true,
-                stdio: Some(stdio),
+                stdio: Some(null_stdio()?),
                 overlay: true,
                 reuse_layer: Some(layer.base.clone()),
                 ..Default::default()
@@ -1016,6 +1042,81 @@ impl super::Runtime {
         self.audit_event(id, &format!("restore {name}: restarted with a fresh supervisor"));
         Ok(())
     }
+
+    /// Creates and starts container `new_id` whose files start as
+    /// checkpoint `name` of container `id`: its own writable layer (a copy
+    /// of the checkpoint's upper layer) over the same lower layer, its own
+    /// supervisor, the config of `bundle` (default: `id`'s bundle), whose
+    /// rootfs must be `id`'s lower layer. Standard streams on /dev/null.
+    /// Nothing of `new_id` is left on error.
+    pub fn fork(&self, id: &str, name: &str, new_id: &str, bundle: Option<&Path>) -> Result<()> {
+        super::validate::id(new_id)?;
+        let (layer, lower) = self.layer_of(id)?;
+        let _guard = layer.lock(id)?;
+        layer.info(id, name)?;
+        if self.root.join(new_id).exists() {
+            return Err(Error::Exists(new_id.to_string()));
+        }
+        let bundle = match bundle {
+            Some(b) => std::fs::canonicalize(b).map_err(|e| other(format!("fork: bundle {}: {e}", b.display())))?,
+            None => self.meta(id).bundle,
+        };
+        let spec = oci_spec::runtime::Spec::load(bundle.join("config.json"))
+            .map_err(|e| other(format!("fork: {}/config.json: {}", bundle.display(), super::chain(&e))))?;
+        let root = spec
+            .root()
+            .as_ref()
+            .map(|r| r.path().clone())
+            .unwrap_or_else(|| "rootfs".into());
+        let root = if root.is_absolute() { root } else { bundle.join(root) };
+        if std::fs::canonicalize(&root).ok().as_deref() != Some(lower.as_path()) {
+            return Err(other(format!(
+                "fork: the bundle's rootfs {} is not the lower layer of {id:?} ({}): a checkpoint's layers only \
+                 make sense over their own lower layer",
+                root.display(),
+                lower.display()
+            )));
+        }
+        let new = Layer::new(&self.config.data_dir, new_id);
+        layer.fork_into(id, name, &lower, &new)?;
+        let created = self.create(&super::CreateOptions {
+            id: new_id.into(),
+            bundle: bundle.clone(),
+            detach: true,
+            stdio: Some(null_stdio()?),
+            overlay: true,
+            reuse_layer: Some(new.base.clone()),
+            ..Default::default()
+        });
+        let mut c = match created {
+            Ok(c) => c,
+            Err(e) => {
+                new.remove(false);
+                return Err(e);
+            }
+        };
+        if let Err(e) = c.start() {
+            let _ = self.delete(new_id, true);
+            return Err(other(format!("fork {new_id:?}: start: {}", super::chain(&e))));
+        }
+        self.audit_event(id, &format!("fork {name}: container {new_id} started from it"));
+        self.audit_event(new_id, &format!("forked from checkpoint {name} of container {id}"));
+        Ok(())
+    }
+}
+
+/// Three fds on /dev/null: the standard streams of a process a restore or
+/// a fork starts (there is no caller to talk to).
+fn null_stdio() -> Result<super::StdioFds> {
+    let null = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .map(OwnedFd::from)
+            .map_err(|e| other(format!("open /dev/null: {e}")))
+    };
+    Ok(super::StdioFds(std::sync::Arc::new([null()?, null()?, null()?])))
 }
 
 #[cfg(test)]
