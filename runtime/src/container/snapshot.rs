@@ -706,8 +706,8 @@ impl Layer {
     /// into the new directory `fresh`; removes it on error.
     fn materialize(&self, id: &str, name: &str, lower: &Path, fresh: &Path) -> Result<()> {
         let chain = self.chain(id, name)?;
-        let _ = std::fs::remove_dir_all(&fresh);
-        std::fs::create_dir(&fresh).map_err(io_at("create", &fresh))?;
+        let _ = std::fs::remove_dir_all(fresh);
+        std::fs::create_dir(fresh).map_err(io_at("create", fresh))?;
         let r = (|| {
             for info in &chain {
                 let src = self.checkpoints().join(&info.name).join("layer");
