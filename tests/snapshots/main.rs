@@ -42,6 +42,28 @@ impl World {
         World { env, data, config }
     }
 
+    /// A python container running `sleep`, with a writable rootfs and the
+    /// host directory `host` at /host (read-only).
+    fn python(host: &Path) -> Self {
+        let mut w = Self::busybox();
+        let mut env = Env::python(&["sleep", "1000"]);
+        env.config["root"]["readonly"] = false.into();
+        env.config["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"destination": "/host", "type": "bind", "source": host, "options": ["rbind", "ro"]}));
+        w.env = env;
+        w
+    }
+
+    /// The container's root filesystem seen from inside by python: every
+    /// path (directories on other filesystems pruned), its mode and
+    /// owner, a symlink's target, a file's md5.
+    #[track_caller]
+    fn py_tree(&self, id: &str) -> String {
+        ok(&self.cordon(&["exec", id, "python3", "-c", PY_TREE]))
+    }
+
     /// `cordon --root R ARGS` with this world's runtime config.
     fn cordon(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(cordon_bin());
@@ -117,6 +139,25 @@ impl World {
         assert!(!self.layer(id).exists(), "{} left behind", self.layer(id).display());
     }
 }
+
+/// [`World::py_tree`]'s program.
+const PY_TREE: &str = r#"
+import hashlib, os
+dev = os.lstat("/").st_dev
+for root, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.lstat(os.path.join(root, d)).st_dev == dev]
+    for n in sorted(dirs + files):
+        p = os.path.join(root, n)
+        st = os.lstat(p)
+        if os.path.islink(p):
+            extra = "-> " + os.readlink(p)
+        elif os.path.isfile(p):
+            with open(p, "rb") as f:
+                extra = hashlib.md5(f.read()).hexdigest()
+        else:
+            extra = ""
+        print(p, oct(st.st_mode), st.st_uid, st.st_gid, extra)
+"#;
 
 /// One host entry as [`host_tree`] sees it: mode, uid, gid, size, mtime
 /// (seconds) and, for files, the content.
@@ -454,6 +495,88 @@ fn a_fork_starts_from_the_checkpoints_files_and_goes_its_own_way() {
     assert_eq!(w.tree(&fork), forked);
     assert!(ok(&w.cordon(&["audit", &fork])).contains(&format!("forked from checkpoint cp1 of container {id}")));
 
+    ok(&w.cordon(&["delete", "--force", &fork]));
+    w.delete_and_check(&id);
+    w.delete_and_check(&fork);
+}
+
+#[test]
+fn python_a_wheel_installed_between_checkpoints_comes_and_goes_with_them() {
+    // A wheel (a zip of the package and its dist-info), built on the host;
+    // the bundle has no pip: it is unpacked into site-packages as pip does.
+    let host = TempDir::new("wheel");
+    let script = r#"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("snapdemo/__init__.py", "VALUE = 42\n")
+    z.writestr("snapdemo/data.txt", "x" * 100000)
+    z.writestr("snapdemo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: snapdemo\nVersion: 1.0\n")
+    z.writestr("snapdemo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("snapdemo-1.0.dist-info/RECORD", "")
+"#;
+    let wheel = host.path().join("snapdemo-1.0-py3-none-any.whl");
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(&wheel)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let w = World::python(host.path());
+    let id = unique("py");
+    w.run_detached(&id, &["--overlay"]);
+    let import = "import snapdemo; print(snapdemo.VALUE)";
+    ok(&w.cordon(&[
+        "exec",
+        &id,
+        "python3",
+        "-c",
+        "import zipfile; zipfile.ZipFile('/host/snapdemo-1.0-py3-none-any.whl').extractall('/usr/local/lib/python3.11/dist-packages')",
+    ]));
+    assert_eq!(ok(&w.cordon(&["exec", &id, "python3", "-c", import])).trim(), "42");
+    let installed = w.py_tree(&id);
+    ok(&w.cordon(&["checkpoint", &id, "--name", "installed"]));
+
+    // Deletes files (of the bundle's and of the package), replaces a
+    // directory by a file.
+    ok(&w.cordon(&[
+        "exec",
+        &id,
+        "sh",
+        "-c",
+        "rm -rf /usr/local/lib/python3.11/dist-packages/snapdemo /usr/lib/python3.11/email; \
+         rm -rf /usr/share/doc; echo gone > /usr/share/doc",
+    ]));
+    let broken = w.py_tree(&id);
+    assert!(installed.contains("/usr/local/lib/python3.11/dist-packages/snapdemo/__init__.py "));
+    assert!(
+        !broken.contains("snapdemo/") && broken.contains("/usr/share/doc 0o100644"),
+        "{broken}"
+    );
+    ok(&w.cordon(&["checkpoint", &id, "--name", "broken"]));
+    let diff = ok(&w.cordon(&["diff", &id, "installed"]));
+    for line in [
+        "D /usr/local/lib/python3.11/dist-packages/snapdemo\n",
+        "D /usr/lib/python3.11/email/__init__.py\n",
+        "C /usr/share/doc\n",
+    ] {
+        assert!(diff.contains(line), "no {line:?} in:\n{diff}");
+    }
+
+    ok(&w.cordon(&["restore", &id, "installed"]));
+    w.wait_running(&id);
+    assert_eq!(w.py_tree(&id), installed);
+    assert_eq!(ok(&w.cordon(&["exec", &id, "python3", "-c", import])).trim(), "42");
+
+    ok(&w.cordon(&["restore", &id, "broken"]));
+    w.wait_running(&id);
+    assert_eq!(w.py_tree(&id), broken);
+    let out = w.cordon(&["exec", &id, "python3", "-c", import]);
+    assert!(!out.status.success(), "the package is gone at `broken`");
+
+    let fork = unique("pyfork");
+    ok(&w.cordon(&["fork", &id, "installed", &fork]));
+    w.wait_running(&fork);
+    assert_eq!(w.py_tree(&fork), installed);
     ok(&w.cordon(&["delete", "--force", &fork]));
     w.delete_and_check(&id);
     w.delete_and_check(&fork);
