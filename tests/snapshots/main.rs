@@ -581,3 +581,88 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
     w.delete_and_check(&id);
     w.delete_and_check(&fork);
 }
+
+#[test]
+fn a_full_disk_half_way_leaves_no_checkpoint_and_a_running_container() {
+    // A data directory on a 4 MiB tmpfs: the container's 2.5 MiB file fits
+    // in its upper layer, its copy in a checkpoint does not.
+    let w = World::busybox();
+    let lib = w.data.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&lib)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(lib.clone());
+    let id = unique("full");
+    w.run_detached(&id, &["--overlay"]);
+    w.sh(&id, "echo small > /small");
+    ok(&w.cordon(&["checkpoint", &id]));
+    w.sh(&id, "dd if=/dev/zero of=/big bs=64k count=40 2>/dev/null");
+    let e = w.fails(&["checkpoint", &id]);
+    assert!(e.contains("No space left on device"), "{e}");
+    let list: Value = serde_json::from_str(&ok(&w.cordon(&["checkpoints", &id, "--format", "json"]))).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let entries: Vec<String> = std::fs::read_dir(w.layer(&id).join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries, ["cp1"], "nothing half-written");
+    // Thawed: it still runs and answers.
+    assert_eq!(w.sh(&id, "cat /small"), "small\n");
+    // With room again, the next checkpoint holds the change, as cp2.
+    w.sh(&id, "rm /big; echo b > /b");
+    assert_eq!(ok(&w.cordon(&["checkpoint", &id])).trim(), "cp2");
+    ok(&w.cordon(&["restore", &id, "cp1"]));
+    w.wait_running(&id);
+    assert_eq!(
+        w.sh(&id, "ls /b /big 2>&1; cat /small"),
+        "ls: /b: No such file or directory\nls: /big: No such file or directory\nsmall\n"
+    );
+    // The test's tmpfs stays until the end: the container's own mounts go.
+    ok(&w.cordon(&["delete", "--force", &id]));
+    assert_no_leftovers(w.env.root.path(), &[&id], &[w.env.bundle.path()]);
+    let containers = lib.join("containers").to_string_lossy().into_owned();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mountinfo.contains(&containers), "{mountinfo}");
+    assert!(!w.layer(&id).exists());
+}
+
+#[test]
+fn a_restore_stops_the_processes_an_exec_started() {
+    let w = World::busybox();
+    let id = unique("rexec");
+    w.run_detached(&id, &["--overlay"]);
+    ok(&w.cordon(&["checkpoint", &id]));
+    let pidfile = w.data.path().join("exec.pid");
+    ok(&w.cordon(&[
+        "exec",
+        "-d",
+        "--pid-file",
+        pidfile.to_str().unwrap(),
+        &id,
+        "sleep",
+        "1001",
+    ]));
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(cordon_tests::alive(pid));
+    ok(&w.cordon(&["restore", &id, "cp1"]));
+    w.wait_running(&id);
+    wait_until("the exec'd process to be gone", TIMEOUT, || {
+        if cordon_tests::alive(pid) {
+            Err(format!("{pid} alive"))
+        } else {
+            Ok(())
+        }
+    });
+    assert!(!w.sh(&id, "ps").contains("1001"));
+    w.delete_and_check(&id);
+}
