@@ -666,3 +666,74 @@ fn a_restore_stops_the_processes_an_exec_started() {
     assert!(!w.sh(&id, "ps").contains("1001"));
     w.delete_and_check(&id);
 }
+
+#[test]
+fn an_overlay_an_engine_mounted_gets_checkpoints_and_diffs_but_no_restore() {
+    // The rootfs is an overlay mounted as containerd's snapshotter does:
+    // two lower layers (the bundle's rootfs beneath a layer that deletes
+    // /etc/group and adds /layer), an upper layer the engine owns.
+    let mut w = World::busybox();
+    let engine = TempDir::new("engine");
+    let (top, upper, work, merged) = (
+        engine.path().join("top"),
+        engine.path().join("upper"),
+        engine.path().join("work"),
+        engine.path().join("rootfs"),
+    );
+    for d in [&top, &upper, &work, &merged] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::create_dir(top.join("etc")).unwrap();
+    let c = std::ffi::CString::new(top.join("etc/group").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR, 0) }, 0);
+    std::fs::write(top.join("layer"), "from the image\n").unwrap();
+    let lower = cordon_tests::busybox_bundle().join("rootfs");
+    let st = Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o"])
+        .arg(format!(
+            "lowerdir={}:{},upperdir={},workdir={}",
+            top.display(),
+            lower.display(),
+            upper.display(),
+            work.display()
+        ))
+        .arg(&merged)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(merged.clone());
+    w.env.config["root"]["path"] = merged.to_string_lossy().into_owned().into();
+    let id = unique("engine");
+    w.run_detached(&id, &[]);
+    assert_eq!(
+        w.sh(&id, "cat /layer; ls /etc/group 2>&1; true"),
+        "from the image\nls: /etc/group: No such file or directory\n"
+    );
+
+    w.sh(&id, "echo new > /new; rm /layer; echo more >> /etc/hosts");
+    assert_eq!(ok(&w.cordon(&["diff", &id])), "C /etc/hosts\nD /layer\nA /new\n");
+    assert_eq!(ok(&w.cordon(&["checkpoint", &id])).trim(), "cp1");
+    w.sh(&id, "rm /new; echo g > /etc/group");
+    assert_eq!(ok(&w.cordon(&["diff", &id, "cp1"])), "C /etc\nA /etc/group\nD /new\n");
+    let list: Value = serde_json::from_str(&ok(&w.cordon(&["checkpoints", &id, "--format", "json"]))).unwrap();
+    assert_eq!(list[0]["name"], "cp1");
+    assert!(w.layer(&id).join("checkpoints/cp1/layer/new").exists());
+
+    for args in [&["restore", &id, "cp1"][..], &["fork", &id, "cp1", "other"]] {
+        let e = w.fails(args);
+        assert!(e.contains("an overlay an engine mounted"), "{e}");
+    }
+    // The engine's layers are its own: delete removes cordon's checkpoints
+    // and nothing of the engine's.
+    ok(&w.cordon(&["delete", "--force", &id]));
+    assert!(!w.layer(&id).exists());
+    assert_eq!(std::fs::read_to_string(upper.join("etc/group")).unwrap(), "g\n");
+    assert_no_leftovers(w.env.root.path(), &[&id], &[w.env.bundle.path(), w.data.path()]);
+}

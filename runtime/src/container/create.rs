@@ -228,7 +228,7 @@ impl Runtime {
         let lower = if root.is_absolute() { root } else { bundle.join(root) };
         let lower = std::fs::canonicalize(&lower).map_err(io(format!("rootfs {}", lower.display())))?;
         if let Some(base) = &opts.reuse_layer {
-            let l = super::snapshot::Layer { base: base.clone() };
+            let l = super::snapshot::Layer::at(base.clone());
             l.mount(&lower)?;
             return Ok((l, lower));
         }

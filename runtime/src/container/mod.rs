@@ -446,11 +446,17 @@ impl Runtime {
             kill_supervisor(pid, id);
         }
         if let Some(base) = &meta.layer {
-            let l = snapshot::Layer { base: base.clone() };
+            let l = snapshot::Layer::at(base.clone());
             match keep {
                 Keep::Nothing => l.remove(false),
                 Keep::Checkpoints => l.remove(true),
                 Keep::Layer => l.unmount(),
+            }
+        } else if keep == Keep::Nothing {
+            // Checkpoints of an overlay an engine mounted (never its layer).
+            let l = snapshot::Layer::new(&self.config.data_dir, id);
+            if l.base.join(snapshot::ENGINE_MARK).exists() {
+                let _ = std::fs::remove_dir_all(&l.base);
             }
         }
         if keep == Keep::Layer {

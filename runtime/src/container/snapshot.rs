@@ -35,6 +35,62 @@ use serde::{Deserialize, Serialize};
 
 use super::{Error, Result};
 
+/// In `<data_dir>/containers/<id>/` of a container whose overlay an engine
+/// mounted: the engine's upper layer (what `delete` removes with it).
+pub const ENGINE_MARK: &str = "engine-upper";
+
+fn no_layer(id: &str) -> Error {
+    other(format!(
+        "container {id:?} has no writable layer of cordon's nor an overlayfs rootfs: create it with --overlay or the \
+         annotation org.cordon.rootfs = \"overlay\""
+    ))
+}
+
+/// The upper and lower layers (uppermost first) of the overlayfs mounted
+/// at `mountpoint`, from /proc/self/mountinfo; `None` when it is not one or
+/// has no upper layer.
+pub fn engine_overlay(mountpoint: &Path) -> Option<(PathBuf, Vec<PathBuf>)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let want = mountpoint.to_string_lossy();
+    // The last mount on the point is the one seen.
+    let line = info
+        .lines()
+        .rfind(|l| l.split(' ').nth(4).map(unescape).as_deref() == Some(&*want))?;
+    let (_, post) = line.split_once(" - ")?;
+    let mut f = post.split(' ');
+    if f.next()? != "overlay" {
+        return None;
+    }
+    let opts = unescape(f.nth(1)?);
+    let mut upper = None;
+    let mut lowers = Vec::new();
+    for o in opts.split(',') {
+        if let Some(u) = o.strip_prefix("upperdir=") {
+            upper = Some(PathBuf::from(u));
+        } else if let Some(l) = o.strip_prefix("lowerdir=") {
+            lowers.extend(l.split(':').filter(|x| !x.is_empty()).map(PathBuf::from));
+        }
+    }
+    Some((upper?, lowers))
+}
+
+/// A mountinfo field with its octal escapes (`\040` for a space) undone.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Default persistent directory of writable layers and checkpoints (the
 /// runtime config's `data_dir`).
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/cordon";
@@ -55,18 +111,30 @@ fn io_at(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
 pub struct Layer {
     /// `<data_dir>/containers/<id>`.
     pub base: PathBuf,
+    /// The upper layer of an overlay an engine mounted (containerd's
+    /// snapshotter, Docker's overlay2, podman), when the layer is not
+    /// cordon's own: then only its checkpoints live under `base`.
+    pub engine_upper: Option<PathBuf>,
 }
 
 impl Layer {
     /// The layer of container `id` under `data_dir`.
     pub fn new(data_dir: &Path, id: &str) -> Self {
+        Self::at(data_dir.join("containers").join(id))
+    }
+    /// cordon's own layer at `base`.
+    pub fn at(base: PathBuf) -> Self {
         Self {
-            base: data_dir.join("containers").join(id),
+            base,
+            engine_upper: None,
         }
     }
     /// overlayfs `upperdir`.
     pub fn upper(&self) -> PathBuf {
-        self.base.join("upper")
+        match &self.engine_upper {
+            Some(u) => u.clone(),
+            None => self.base.join("upper"),
+        }
     }
     /// overlayfs `workdir`.
     pub fn work(&self) -> PathBuf {
@@ -826,7 +894,7 @@ pub struct Change {
 
 /// What the container sees at `rel` with upper layer `m` over `lower`:
 /// the entry (from the upper or the lower layer), `None` when absent.
-fn visible(m: &Manifest, lower: &Path, rel: &str) -> Option<Entry> {
+fn visible(m: &Manifest, lowers: &[PathBuf], rel: &str) -> Option<Entry> {
     if let Some(e) = m.get(rel) {
         return (e.kind != "whiteout").then(|| e.clone());
     }
@@ -838,7 +906,32 @@ fn visible(m: &Manifest, lower: &Path, rel: &str) -> Option<Entry> {
         }
         q = up;
     }
-    Entry::of(&lower.join(rel)).ok()
+    lower_entry(lowers, rel)
+}
+
+/// What the lower layers `lowers` (uppermost first, as overlayfs'
+/// `lowerdir`) show at `rel`: each layer's whiteouts and opaque
+/// directories hide what is beneath them.
+fn lower_entry(lowers: &[PathBuf], rel: &str) -> Option<Entry> {
+    for l in lowers {
+        let mut q = rel;
+        let mut opaque_above = false;
+        while let Some(up) = parent_of(q) {
+            match Entry::of(&l.join(up)) {
+                Ok(e) if e.kind != "dir" => return None,
+                Ok(e) if e.opaque => opaque_above = true,
+                _ => {}
+            }
+            q = up;
+        }
+        if let Ok(e) = Entry::of(&l.join(rel)) {
+            return (e.kind != "whiteout").then_some(e);
+        }
+        if opaque_above {
+            return None;
+        }
+    }
+    None
 }
 
 /// The changes from upper layer `before` to upper layer `now`, both over
@@ -846,22 +939,24 @@ fn visible(m: &Manifest, lower: &Path, rel: &str) -> Option<Entry> {
 /// appeared is `A`, every path that disappeared `D` (a removed directory's
 /// entries too). An entry is changed when its type, mode, owner, size (not of directories), mtime,
 /// link target or device number differ.
-pub fn diff(before: &Manifest, now: &Manifest, lower: &Path) -> Vec<Change> {
+pub fn diff(before: &Manifest, now: &Manifest, lowers: &[PathBuf]) -> Vec<Change> {
     let mut paths: BTreeSet<&str> = before.keys().chain(now.keys()).map(String::as_str).collect();
     let mut beneath = BTreeSet::new();
     for (p, e) in before.iter().chain(now.iter()) {
         if e.opaque || e.kind != "dir" {
             // What an opaque directory, a whiteout or a file hides of a
             // lower directory.
-            if let Ok(m) = scan(&lower.join(p)) {
-                beneath.extend(m.into_keys().map(|k| format!("{p}/{k}")));
+            for lower in lowers {
+                if let Ok(m) = scan(&lower.join(p)) {
+                    beneath.extend(m.into_keys().map(|k| format!("{p}/{k}")));
+                }
             }
         }
     }
     paths.extend(beneath.iter().map(String::as_str));
     let mut out = Vec::new();
     for p in paths {
-        let kind = match (visible(before, lower, p), visible(now, lower, p)) {
+        let kind = match (visible(before, lowers, p), visible(now, lowers, p)) {
             (None, Some(_)) => 'A',
             (Some(_), None) => 'D',
             (Some(a), Some(b)) if a.seen() != b.seen() => 'C',
@@ -877,7 +972,7 @@ pub fn diff(before: &Manifest, now: &Manifest, lower: &Path) -> Vec<Change> {
 
 impl Layer {
     /// The changes since checkpoint `name`, or since the start with `None`.
-    pub fn diff(&self, id: &str, name: Option<&str>, lower: &Path) -> Result<Vec<Change>> {
+    pub fn diff(&self, id: &str, name: Option<&str>, lowers: &[PathBuf]) -> Result<Vec<Change>> {
         let before = match name {
             Some(n) => {
                 self.info(id, n)?;
@@ -885,30 +980,65 @@ impl Layer {
             }
             None => Manifest::new(),
         };
-        Ok(diff(&before, &scan(&self.upper())?, lower))
+        Ok(diff(&before, &scan(&self.upper())?, lowers))
     }
 }
 
 impl super::Runtime {
     /// The writable layer of container `id` (from its meta.json); errors
-    /// when the container does not exist or has none.
+    /// when the container does not exist or has none of cordon's.
     pub fn meta_layer(&self, id: &str) -> Result<PathBuf> {
         super::validate::id(id)?;
         if !self.root.join(id).join("state.json").exists() {
             return Err(Error::NotFound(id.to_string()));
         }
-        self.meta(id).layer.ok_or_else(|| {
-            other(format!(
-                "container {id:?} has no writable layer of cordon's: create it with --overlay or the annotation \
-                 org.cordon.rootfs = \"overlay\""
-            ))
-        })
+        self.meta(id).layer.ok_or_else(|| no_layer(id))
     }
 
-    fn layer_of(&self, id: &str) -> Result<(Layer, PathBuf)> {
-        let base = self.meta_layer(id)?;
-        let lower = self.meta(id).lower.unwrap_or_default();
-        Ok((Layer { base }, lower))
+    /// Container `id`'s layer and its lower layers (uppermost first): its
+    /// own (`--overlay`), else the overlay an engine mounted as its rootfs
+    /// (recognised from the mount's `upperdir`), whose checkpoints live in
+    /// `<data_dir>/containers/<id>/` (marked by a file `engine-upper`).
+    fn layer_of(&self, id: &str) -> Result<(Layer, Vec<PathBuf>)> {
+        super::validate::id(id)?;
+        if !self.root.join(id).join("state.json").exists() {
+            return Err(Error::NotFound(id.to_string()));
+        }
+        let meta = self.meta(id);
+        if let Some(base) = meta.layer {
+            return Ok((Layer::at(base), vec![meta.lower.unwrap_or_default()]));
+        }
+        let c = self.load(id)?;
+        let rootfs = self.state_of(&c).rootfs;
+        let rootfs = std::fs::canonicalize(&rootfs).unwrap_or(rootfs);
+        let Some((upper, lowers)) = engine_overlay(&rootfs) else {
+            return Err(no_layer(id));
+        };
+        let mut layer = Layer::new(&self.config.data_dir, id);
+        layer.engine_upper = Some(upper.clone());
+        if !layer.base.join("head.json").exists() {
+            let d = layer.checkpoints();
+            std::fs::create_dir_all(&d).map_err(io_at("create", &d))?;
+            save_json(&layer.base.join("head.json"), &Head::default())?;
+        }
+        std::fs::write(layer.base.join(ENGINE_MARK), upper.as_os_str().as_bytes())
+            .map_err(io_at("write", &layer.base.join(ENGINE_MARK)))?;
+        Ok((layer, lowers))
+    }
+
+    /// Container `id`'s own layer and lower layer, for `op` (restore, fork):
+    /// refused in one line for an overlay an engine mounted.
+    fn own_layer_of(&self, id: &str, op: &str) -> Result<(Layer, PathBuf)> {
+        let (layer, lowers) = self.layer_of(id)?;
+        if let Some(upper) = &layer.engine_upper {
+            return Err(other(format!(
+                "{op} {id:?}: its rootfs is an overlay an engine mounted (upperdir {}): changing a mounted overlay's \
+                 layers is undefined, and restarting a task behind an engine's shim breaks the engine's state",
+                upper.display()
+            )));
+        }
+        let lower = lowers.into_iter().next().unwrap_or_default();
+        Ok((layer, lower))
     }
 
     /// Appends an event to container `id`'s audit trail (pid 0, syscall
@@ -992,8 +1122,8 @@ impl super::Runtime {
     /// The changes of container `id`'s files since checkpoint `name`, or
     /// since it started.
     pub fn diff(&self, id: &str, name: Option<&str>) -> Result<Vec<Change>> {
-        let (layer, lower) = self.layer_of(id)?;
-        layer.diff(id, name, &lower)
+        let (layer, lowers) = self.layer_of(id)?;
+        layer.diff(id, name, &lowers)
     }
 
     /// Restores container `id` to checkpoint `name`: stops its processes,
@@ -1002,7 +1132,7 @@ impl super::Runtime {
     /// a fresh supervisor, standard streams on /dev/null. The audit trail
     /// goes on, with both events.
     pub fn restore(&self, id: &str, name: &str) -> Result<()> {
-        let (layer, lower) = self.layer_of(id)?;
+        let (layer, lower) = self.own_layer_of(id, "restore")?;
         let _guard = layer.lock(id)?;
         layer.info(id, name)?;
         let meta = self.meta(id);
@@ -1051,7 +1181,7 @@ impl super::Runtime {
     /// Nothing of `new_id` is left on error.
     pub fn fork(&self, id: &str, name: &str, new_id: &str, bundle: Option<&Path>) -> Result<()> {
         super::validate::id(new_id)?;
-        let (layer, lower) = self.layer_of(id)?;
+        let (layer, lower) = self.own_layer_of(id, "fork")?;
         let _guard = layer.lock(id)?;
         layer.info(id, name)?;
         if self.root.join(new_id).exists() {
@@ -1152,6 +1282,13 @@ mod tests {
         let (keep, gone) = changes(&before, &now);
         assert_eq!(keep.into_iter().collect::<Vec<_>>(), ["d", "x"]);
         assert_eq!(gone.into_iter().collect::<Vec<_>>(), ["d/a"]);
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape(r"/a\040b/c\134d"), "/a b/c\\d");
+        assert_eq!(unescape(r"/x\04"), r"/x\04", "a short escape stays");
+        assert_eq!(unescape("plain"), "plain");
     }
 
     #[test]
