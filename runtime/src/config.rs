@@ -207,3 +207,26 @@ impl Platform {
 pub fn check_platform(name: &str, origin: &str) -> Result<(), ConfigError> {
     Platform::parse(name, origin).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<RuntimeConfig, String> {
+        let dir = std::env::temp_dir().join(format!("cordon-config-{}-{}", std::process::id(), text.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        let r = RuntimeConfig::load_from(&p).map_err(|e| e.to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    }
+
+    #[test]
+    fn data_dir_defaults_to_var_lib_cordon_and_must_be_absolute() {
+        assert_eq!(RuntimeConfig::default().data_dir, Path::new("/var/lib/cordon"));
+        assert_eq!(load("data_dir = \"/srv/c\"\n").unwrap().data_dir, Path::new("/srv/c"));
+        let e = load("data_dir = \"rel/dir\"\n").unwrap_err();
+        assert!(e.contains("data_dir") && e.contains("not an absolute path"), "{e}");
+    }
+}
