@@ -169,7 +169,26 @@ impl Runtime {
         }
         let layer = if overlay {
             match self.prepare_layer(opts, &bundle, &spec) {
-                Ok(l) => Some(l),
+                Ok(l) => {
+                    // Recorded at once: a create killed from here on leaves
+                    // a mount `delete --force` finds and removes.
+                    let meta = Meta {
+                        bundle: bundle.clone(),
+                        layer: Some(l.0.base.clone()),
+                        lower: Some(l.1.clone()),
+                        ..Default::default()
+                    };
+                    if let Err(e) = self.save_meta(&opts.id, &meta) {
+                        if opts.reuse_layer.is_some() {
+                            l.0.unmount();
+                        } else {
+                            l.0.remove(false);
+                        }
+                        let _ = std::fs::remove_dir_all(&dir);
+                        return Err(e);
+                    }
+                    Some(l)
+                }
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&dir);
                     return Err(e);
