@@ -28,6 +28,10 @@ pub const POLICY: &str = "org.cordon.policy";
 pub const PLATFORM: &str = "org.cordon.platform";
 /// Chooses where path rules are enforced (`kernel` or `supervisor`).
 pub const ENFORCEMENT: &str = "org.cordon.enforcement";
+/// Chooses the container's root filesystem: `bundle` (the bundle's rootfs,
+/// as runc) or `overlay` (the bundle's rootfs as a read-only lower layer
+/// under a writable layer cordon owns; docs/CHECKPOINT.md).
+pub const ROOTFS: &str = "org.cordon.rootfs";
 
 /// One annotation cordon reads from config.json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +57,10 @@ pub const KEYS: &[Key] = &[
         name: ENFORCEMENT,
         doc: "where path rules are enforced: kernel or supervisor, among those [annotations] enforcement allows",
     },
+    Key {
+        name: ROOTFS,
+        doc: "root filesystem: bundle, or overlay (a writable layer cordon owns, for checkpoints), among those [annotations] rootfs allows",
+    },
 ];
 
 /// What containers may choose through annotations: the `[annotations]`
@@ -64,6 +72,7 @@ pub const KEYS: &[Key] = &[
 /// policies = ["default", "audit", "agent", "/etc/cordon/policies/"]
 /// platforms = ["seccomp-notify", "ptrace"]
 /// enforcement = ["kernel", "supervisor"]
+/// rootfs = ["bundle", "overlay"]
 /// ```
 ///
 /// An entry of `policies` is a built-in name, an absolute path (a policy
@@ -85,6 +94,10 @@ pub struct AnnotationGate {
     /// What `org.cordon.enforcement` may name.
     #[serde(default = "default_enforcement")]
     pub enforcement: Vec<String>,
+    /// What `org.cordon.rootfs` may name. Both by default: an overlay
+    /// only adds isolation (the bundle's files are never written).
+    #[serde(default = "default_rootfs")]
+    pub rootfs: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -102,6 +115,9 @@ fn default_policies() -> Vec<String> {
 fn default_platforms() -> Vec<String> {
     vec![Platform::SeccompNotify.name().into(), Platform::Ptrace.name().into()]
 }
+fn default_rootfs() -> Vec<String> {
+    vec!["bundle".into(), "overlay".into()]
+}
 fn default_enforcement() -> Vec<String> {
     vec![Enforcement::Kernel.name().into(), Enforcement::Supervisor.name().into()]
 }
@@ -113,6 +129,7 @@ impl Default for AnnotationGate {
             policies: default_policies(),
             platforms: default_platforms(),
             enforcement: default_enforcement(),
+            rootfs: default_rootfs(),
         }
     }
 }
@@ -128,6 +145,9 @@ pub struct Choice {
     pub platform: String,
     /// Enforcement level.
     pub enforcement: Enforcement,
+    /// Whether the rootfs is an overlay cordon owns (`org.cordon.rootfs =
+    /// "overlay"`).
+    pub overlay: bool,
     /// Whether the policy came from the container's annotation (its
     /// errors are then told without the file's words: [`quiet`]).
     pub policy_from_annotation: bool,
@@ -209,10 +229,28 @@ impl AnnotationGate {
                 e
             }
         };
+        let overlay = match annotations.get(ROOTFS).map(String::as_str) {
+            None | Some("bundle") => {
+                if let Some(v) = annotations.get(ROOTFS) {
+                    listed(&self.rootfs, v, ROOTFS, "rootfs")?;
+                }
+                false
+            }
+            Some("overlay") => {
+                listed(&self.rootfs, "overlay", ROOTFS, "rootfs")?;
+                true
+            }
+            Some(other) => {
+                return Err(refused(format!(
+                    "annotation {ROOTFS}: {other:?} is not a root filesystem kind (bundle or overlay)"
+                )))
+            }
+        };
         Ok(Choice {
             policy,
             platform,
             enforcement,
+            overlay,
             policy_from_annotation,
         })
     }
@@ -464,6 +502,23 @@ mod tests {
             choose(&d, &[(ENFORCEMENT, "supervisor")]).unwrap().enforcement,
             Enforcement::Supervisor
         );
+    }
+
+    #[test]
+    fn rootfs_overlay_is_allowed_by_default_and_gated() {
+        let d = AnnotationGate::default();
+        assert!(choose(&d, &[(ROOTFS, "overlay")]).unwrap().overlay);
+        assert!(!choose(&d, &[(ROOTFS, "bundle")]).unwrap().overlay);
+        assert!(!choose(&d, &[]).unwrap().overlay);
+        let e = choose(&d, &[(ROOTFS, "zfs")]).unwrap_err();
+        assert!(e.contains("org.cordon.rootfs") && e.contains("\"zfs\""), "{e}");
+        let g = AnnotationGate {
+            rootfs: vec!["bundle".into()],
+            ..Default::default()
+        };
+        assert!(choose(&g, &[(ROOTFS, "overlay")])
+            .unwrap_err()
+            .contains("[annotations] rootfs"));
     }
 
     #[test]

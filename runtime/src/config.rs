@@ -6,6 +6,7 @@
 //! platform = "seccomp-notify" # or "ptrace" (see `Platform`)
 //!
 //! trace = false               # record what the kernel refuses too (slower)
+//! data_dir = "/var/lib/cordon" # writable layers and checkpoints (docs/CHECKPOINT.md)
 //!
 //! [audit]                     # trails of deleted containers (see `Retention`)
 //! dir = "/var/log/cordon"
@@ -73,6 +74,12 @@ pub struct RuntimeConfig {
     /// Slower; for explaining denials, not for production.
     #[serde(default)]
     pub trace: bool,
+    /// Persistent directory of cordon's writable layers and checkpoints
+    /// (`org.cordon.rootfs = "overlay"`, `--overlay`; docs/CHECKPOINT.md):
+    /// `<data_dir>/containers/<id>/`. Not the tmpfs state root, which a
+    /// reboot empties.
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
     /// Where audit trails of deleted containers are kept.
     #[serde(default)]
     pub audit: crate::supervisor::audit::Retention,
@@ -87,6 +94,9 @@ fn default_policy() -> String {
 fn default_platform() -> String {
     "seccomp-notify".into()
 }
+fn default_data_dir() -> PathBuf {
+    crate::container::snapshot::DEFAULT_DATA_DIR.into()
+}
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
@@ -94,6 +104,7 @@ impl Default for RuntimeConfig {
             policy: default_policy(),
             platform: default_platform(),
             trace: false,
+            data_dir: default_data_dir(),
             audit: Default::default(),
             annotations: Default::default(),
         }
@@ -127,6 +138,13 @@ impl RuntimeConfig {
         })?;
         let at = |field: &str| format!("config {}: {field}", path.display());
         check_platform(&cfg.platform, &at("platform"))?;
+        if !cfg.data_dir.is_absolute() {
+            return Err(ConfigError::Unsupported(format!(
+                "{}: {:?} is not an absolute path",
+                at("data_dir"),
+                cfg.data_dir
+            )));
+        }
         let gate = &cfg.annotations;
         for (i, p) in gate.platforms.iter().enumerate() {
             if p != "*" {
@@ -188,4 +206,27 @@ impl Platform {
 /// Checks a platform name; `origin` says where it came from.
 pub fn check_platform(name: &str, origin: &str) -> Result<(), ConfigError> {
     Platform::parse(name, origin).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<RuntimeConfig, String> {
+        let dir = std::env::temp_dir().join(format!("cordon-config-{}-{}", std::process::id(), text.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        let r = RuntimeConfig::load_from(&p).map_err(|e| e.to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    }
+
+    #[test]
+    fn data_dir_defaults_to_var_lib_cordon_and_must_be_absolute() {
+        assert_eq!(RuntimeConfig::default().data_dir, Path::new("/var/lib/cordon"));
+        assert_eq!(load("data_dir = \"/srv/c\"\n").unwrap().data_dir, Path::new("/srv/c"));
+        let e = load("data_dir = \"rel/dir\"\n").unwrap_err();
+        assert!(e.contains("data_dir") && e.contains("not an absolute path"), "{e}");
+    }
 }

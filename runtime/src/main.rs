@@ -22,8 +22,8 @@ fn main() {
     // Before this process opens anything: an fd of its own must not land
     // in a gap of the range `--preserve-fds` hands to the container.
     let preserve_fds = match &cli.cmd {
-        Some(cli::Cmd::Create(a)) => a.preserve_fds,
-        Some(cli::Cmd::Run(a)) => a.preserve_fds,
+        Some(cli::Cmd::Create(a)) => a.runc.preserve_fds,
+        Some(cli::Cmd::Run(a)) => a.runc.preserve_fds,
         Some(cli::Cmd::Exec(a)) => a.preserve_fds,
         _ => 0,
     };

@@ -12,7 +12,8 @@ use libcontainer::oci_spec::runtime::{
 
 use super::KillArgs;
 
-pub fn create(rt: &Runtime, a: liboci_cli::Create) -> anyhow::Result<i32> {
+pub fn create(rt: &Runtime, args: super::CreateArgs) -> anyhow::Result<i32> {
+    let a = args.runc;
     let asked = bundle_caps(&a.bundle);
     rt.create(&CreateOptions {
         id: a.container_id,
@@ -23,6 +24,8 @@ pub fn create(rt: &Runtime, a: liboci_cli::Create) -> anyhow::Result<i32> {
         preserve_fds: a.preserve_fds,
         detach: true,
         stdio: None,
+        overlay: args.overlay,
+        reuse_layer: None,
     })
     .map_err(|e| name_missing_caps(e.into(), &asked))?;
     Ok(0)
@@ -46,14 +49,20 @@ pub fn kill(rt: &Runtime, a: KillArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn delete(rt: &Runtime, a: liboci_cli::Delete) -> anyhow::Result<i32> {
-    rt.delete(&a.container_id, a.force)?;
+pub fn delete(rt: &Runtime, a: super::DeleteArgs) -> anyhow::Result<i32> {
+    let keep = if a.keep_checkpoints {
+        cordon::container::Keep::Checkpoints
+    } else {
+        cordon::container::Keep::Nothing
+    };
+    rt.delete_with(&a.runc.container_id, a.runc.force, keep)?;
     Ok(0)
 }
 
 /// create + start + wait (+ delete unless --keep); exits with the
 /// container's status, 128+N when signal N killed it.
-pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
+pub fn run(rt: &Runtime, args: super::RunArgs) -> anyhow::Result<i32> {
+    let a = args.runc;
     let id = a.container_id.clone();
     let asked = bundle_caps(&a.bundle);
     let mut c = rt
@@ -66,6 +75,8 @@ pub fn run(rt: &Runtime, a: liboci_cli::Run) -> anyhow::Result<i32> {
             preserve_fds: a.preserve_fds,
             detach: a.detach,
             stdio: None,
+            overlay: args.overlay,
+            reuse_layer: None,
         })
         .map_err(|e| name_missing_caps(e.into(), &asked))?;
     // Block signals before the init can exit (it waits for start), so its

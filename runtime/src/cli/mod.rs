@@ -7,6 +7,7 @@ mod install;
 mod lifecycle;
 pub mod logging;
 mod policy;
+mod snapshots;
 
 use std::path::PathBuf;
 
@@ -59,7 +60,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
     /// Create a container
-    Create(liboci_cli::Create),
+    Create(CreateArgs),
     /// Start a created container
     Start(liboci_cli::Start),
     /// Output the state of a container
@@ -67,9 +68,9 @@ pub enum Cmd {
     /// Send a signal to a container's init (default SIGTERM)
     Kill(KillArgs),
     /// Delete a container
-    Delete(liboci_cli::Delete),
+    Delete(DeleteArgs),
     /// Create and start a container, and wait for it
-    Run(liboci_cli::Run),
+    Run(RunArgs),
     /// Execute a process in a running container
     Exec(liboci_cli::Exec),
     /// List the processes of a container
@@ -88,6 +89,16 @@ pub enum Cmd {
     Features(liboci_cli::Features),
     /// Write a starter config.json
     Spec(liboci_cli::Spec),
+    /// Take a checkpoint of a container's files (a container with --overlay), or `checkpoint rm ID NAME`
+    Checkpoint(snapshots::CheckpointArgs),
+    /// List a container's checkpoints
+    Checkpoints(snapshots::CheckpointsArgs),
+    /// Files added (A), changed (C) and deleted (D) since a checkpoint or since the start
+    Diff(snapshots::DiffArgs),
+    /// Make a container's files those of a checkpoint and start its process again
+    Restore(snapshots::RestoreArgs),
+    /// Start a new container whose files are those of a checkpoint
+    Fork(snapshots::ForkArgs),
     /// Show or check policies
     #[command(subcommand)]
     Policy(PolicyCmd),
@@ -108,6 +119,41 @@ pub enum Cmd {
         /// Directory for man1/ and completions/
         dir: PathBuf,
     },
+}
+
+/// `create` with cordon's flags.
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    /// runc's flags
+    #[command(flatten)]
+    pub runc: liboci_cli::Create,
+    /// The bundle's rootfs becomes the read-only lower layer of an overlay
+    /// whose writable layer cordon owns (for checkpoints; docs/CHECKPOINT.md)
+    #[arg(long)]
+    pub overlay: bool,
+}
+
+/// `run` with cordon's flags.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// runc's flags
+    #[command(flatten)]
+    pub runc: liboci_cli::Run,
+    /// The bundle's rootfs becomes the read-only lower layer of an overlay
+    /// whose writable layer cordon owns (for checkpoints; docs/CHECKPOINT.md)
+    #[arg(long)]
+    pub overlay: bool,
+}
+
+/// `delete` with cordon's flags.
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// runc's flags
+    #[command(flatten)]
+    pub runc: liboci_cli::Delete,
+    /// Keep the container's checkpoints (under the runtime config's data_dir)
+    #[arg(long)]
+    pub keep_checkpoints: bool,
 }
 
 /// `kill` with runc's defaults (the signal is optional).
@@ -266,6 +312,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Events(a) => lifecycle::events(&rt()?, a),
         Cmd::Features(_) => lifecycle::features(),
         Cmd::Spec(a) => lifecycle::spec(a),
+        Cmd::Checkpoint(a) => snapshots::checkpoint(&rt()?, a),
+        Cmd::Checkpoints(a) => snapshots::checkpoints(&rt()?, a),
+        Cmd::Diff(a) => snapshots::diff(&rt()?, a),
+        Cmd::Restore(a) => snapshots::restore(&rt()?, a),
+        Cmd::Fork(a) => snapshots::fork(&rt()?, a),
         Cmd::Policy(p) => policy::policy(p, cli.policy.as_deref()),
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),

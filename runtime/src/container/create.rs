@@ -54,6 +54,13 @@ pub struct CreateOptions {
     pub detach: bool,
     /// Standard streams of the init (default: the caller's).
     pub stdio: Option<StdioFds>,
+    /// Put the rootfs under a writable layer cordon owns (`--overlay`, as
+    /// the annotation `org.cordon.rootfs = "overlay"`; docs/CHECKPOINT.md).
+    pub overlay: bool,
+    /// (restore) The container's existing writable layer (its base
+    /// directory) to mount rather than a new one; the audit trail saved in
+    /// it (`audit.jsonl`) goes on.
+    pub reuse_layer: Option<PathBuf>,
 }
 
 /// Options of `exec`.
@@ -119,8 +126,10 @@ impl Runtime {
             policy: policy_name,
             platform,
             enforcement,
+            overlay,
             policy_from_annotation,
         } = self.choose(&spec)?;
+        let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
         let full = Policy::load(&policy_name).map_err(|e| {
             if policy_from_annotation {
                 crate::annotations::quiet(e)
@@ -158,11 +167,49 @@ impl Runtime {
         let dir = self.cordon_dir(&opts.id);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
-        write_private(&dir.join(POLICY_FILE), fixed.as_bytes()).map_err(io(format!("write {POLICY_FILE}")))?;
+        if let Err(e) = write_private(&dir.join(POLICY_FILE), fixed.as_bytes()) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(io(format!("write {POLICY_FILE}"))(e));
+        }
+        if let Some(base) = &opts.reuse_layer {
+            // A restore continues the container's audit trail.
+            let _ = std::fs::rename(base.join("audit.jsonl"), super::audit_path(&self.root, &opts.id));
+        }
+        let layer = if overlay {
+            match self.prepare_layer(opts, &bundle, &spec) {
+                Ok(l) => {
+                    // Recorded at once: a create killed from here on leaves
+                    // a mount `delete --force` finds and removes.
+                    let meta = Meta {
+                        bundle: bundle.clone(),
+                        layer: Some(l.0.base.clone()),
+                        lower: Some(l.1.clone()),
+                        ..Default::default()
+                    };
+                    if let Err(e) = self.save_meta(&opts.id, &meta) {
+                        if opts.reuse_layer.is_some() {
+                            l.0.unmount();
+                        } else {
+                            l.0.remove(false);
+                        }
+                        let _ = std::fs::remove_dir_all(&dir);
+                        return Err(e);
+                    }
+                    Some(l)
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
         let result = self.create_inner(
             opts,
             &bundle,
             spec,
+            layer.as_ref(),
             &policy,
             &policy_name,
             &plan,
@@ -180,8 +227,41 @@ impl Runtime {
                 let _ = c.delete(true);
             }
             let _ = std::fs::remove_dir_all(self.root.join(&opts.id));
+            if let Some((l, _)) = &layer {
+                if opts.reuse_layer.is_some() {
+                    l.unmount();
+                } else {
+                    l.remove(false);
+                }
+            }
         }
         result
+    }
+
+    /// Mounts container `opts.id`'s writable layer over the bundle's rootfs
+    /// (a new one, or with `reuse_layer` the one a restore rebuilt);
+    /// returns it and the lower layer.
+    fn prepare_layer(
+        &self,
+        opts: &CreateOptions,
+        bundle: &Path,
+        spec: &Spec,
+    ) -> Result<(super::snapshot::Layer, PathBuf)> {
+        let root = spec
+            .root()
+            .as_ref()
+            .map(|r| r.path().clone())
+            .unwrap_or_else(|| "rootfs".into());
+        let lower = if root.is_absolute() { root } else { bundle.join(root) };
+        let lower = std::fs::canonicalize(&lower).map_err(io(format!("rootfs {}", lower.display())))?;
+        if let Some(base) = &opts.reuse_layer {
+            let l = super::snapshot::Layer::at(base.clone());
+            l.mount(&lower)?;
+            return Ok((l, lower));
+        }
+        let l = super::snapshot::Layer::new(&self.config.data_dir, &opts.id);
+        l.create(&lower)?;
+        Ok((l, lower))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -190,6 +270,7 @@ impl Runtime {
         opts: &CreateOptions,
         bundle: &Path,
         spec: Spec,
+        layer: Option<&(super::snapshot::Layer, PathBuf)>,
         policy: &Policy,
         policy_name: &str,
         plan: &crate::policy::levels::Plan,
@@ -214,6 +295,7 @@ impl Runtime {
             bundle,
             spec.clone(),
             resolver.as_ref().map(|(_, m)| m.clone()),
+            layer.map(|(l, _)| l.merged()),
         )?;
         let mut meta = Meta {
             bundle: bundle.to_path_buf(),
@@ -226,6 +308,8 @@ impl Runtime {
             landlock: plan.landlock.clone(),
             enforcement: Some(plan.describe()),
             trace: self.config.trace,
+            layer: layer.map(|(l, _)| l.base.clone()),
+            lower: layer.map(|(_, lower)| lower.clone()),
         };
         // The view files exist before the supervisor starts: it marks the
         // dynamic ones as it starts up.
@@ -352,13 +436,15 @@ impl Runtime {
     /// /proc/mounts shows the same); and no `linux.seccomp`, which cordon's
     /// Executor installs itself after its handshake ([`super::bundle_seccomp`]);
     /// and `extra`, a mount added after the bundle's own (the resolver's
-    /// /etc/resolv.conf).
+    /// /etc/resolv.conf); and with `rootfs`, root.path (the writable layer's
+    /// mount).
     fn shadow_bundle(
         &self,
         id: &str,
         bundle: &Path,
         mut spec: Spec,
         extra: Option<oci_spec::runtime::Mount>,
+        rootfs: Option<PathBuf>,
     ) -> Result<PathBuf> {
         let Some(linux) = spec.linux().as_ref() else {
             return Ok(bundle.to_path_buf());
@@ -366,7 +452,7 @@ impl Runtime {
         let no_cgroups_path = linux.cgroups_path().is_none();
         let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
-        if !no_cgroups_path && !has_seccomp && !sourceless && extra.is_none() {
+        if !no_cgroups_path && !has_seccomp && !sourceless && extra.is_none() && rootfs.is_none() {
             return Ok(bundle.to_path_buf());
         }
         let mut linux = linux.clone();
@@ -384,6 +470,9 @@ impl Runtime {
             let mut root = root;
             if !root.path().is_absolute() {
                 root.set_path(bundle.join(root.path()));
+            }
+            if let Some(p) = &rootfs {
+                root.set_path(p.clone());
             }
             spec.set_root(Some(root));
         }

@@ -17,6 +17,7 @@ mod harden;
 pub mod landlock;
 pub mod resolver;
 pub mod setup_log;
+pub mod snapshot;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -161,6 +162,13 @@ pub struct Meta {
     /// supervisor, which records them (`cordon --trace`).
     #[serde(default)]
     pub trace: bool,
+    /// The container's writable layer (`<data_dir>/containers/<id>`), when
+    /// its rootfs is an overlay cordon owns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<PathBuf>,
+    /// The overlay's lower layer (the bundle's rootfs, resolved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower: Option<PathBuf>,
 }
 
 /// The OCI state of a container, as `runc state` prints it.
@@ -186,6 +194,17 @@ pub struct StateJson {
     /// The spec's annotations plus `org.cordon.policy` and `org.cordon.platform`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<HashMap<String, String>>,
+}
+
+/// What `delete` keeps of a container's writable layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Nothing: the layer and its checkpoints are removed.
+    Nothing,
+    /// The checkpoints (`delete --keep-checkpoints`).
+    Checkpoints,
+    /// Everything, unmounted (a restore rebuilds and remounts it).
+    Layer,
 }
 
 /// Entry point to the life cycle: one state root.
@@ -341,15 +360,21 @@ impl Runtime {
     }
 
     /// Deletes container `id` (`runc delete`); `force` kills a running one.
-    /// Also stops its supervisor and removes cordon's directory.
+    /// Also stops its supervisor and removes cordon's directory and its
+    /// writable layer and checkpoints.
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
+        self.delete_with(id, force, Keep::Nothing)
+    }
+
+    /// [`Runtime::delete`], keeping what `keep` says of the writable layer.
+    pub fn delete_with(&self, id: &str, force: bool, keep: Keep) -> Result<()> {
         let _lock = self.lock(id, true);
         let mut c = match self.load(id) {
             Ok(c) => c,
             Err(Error::NotFound(_)) if force => {
                 // A create killed half way leaves a state directory
                 // without state.json: remove what there is.
-                self.cleanup_cordon(id);
+                self.cleanup_cordon(id, keep);
                 let _ = std::fs::remove_dir_all(self.root.join(id));
                 return Ok(());
             }
@@ -357,7 +382,7 @@ impl Runtime {
                 // Or one whose state.json libcontainer had only begun to
                 // write (empty, or cut short): the same. Its processes die
                 // with its supervisor (the watchdog kills them).
-                self.cleanup_cordon(id);
+                self.cleanup_cordon(id, keep);
                 let _ = std::fs::remove_dir_all(self.root.join(id));
                 return Ok(());
             }
@@ -415,22 +440,42 @@ impl Runtime {
         if let Some((_, hooks)) = poststop {
             run_poststop_hooks(&c, &hooks);
         }
-        self.cleanup_cordon(id);
+        self.cleanup_cordon(id, keep);
         Ok(())
     }
 
-    /// Stops the supervisor (if it still runs), keeps the audit trail
-    /// (`[audit]` of the runtime config) and removes cordon's dir.
     /// Whether container `id`'s state.json is whole JSON.
     fn state_parses(&self, id: &str) -> bool {
         std::fs::read(self.root.join(id).join("state.json"))
             .is_ok_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok())
     }
 
-    fn cleanup_cordon(&self, id: &str) {
+    /// Stops the supervisor (if it still runs), unmounts and removes the
+    /// writable layer (but what `keep` says), keeps the audit trail
+    /// (`[audit]` of the runtime config; not with [`Keep::Layer`], whose
+    /// restore continues it) and removes cordon's dir.
+    fn cleanup_cordon(&self, id: &str, keep: Keep) {
         let meta = self.meta(id);
         if let Some(pid) = meta.supervisor_pid {
             kill_supervisor(pid, id);
+        }
+        if let Some(base) = &meta.layer {
+            let l = snapshot::Layer::at(base.clone());
+            match keep {
+                Keep::Nothing => l.remove(false),
+                Keep::Checkpoints => l.remove(true),
+                Keep::Layer => l.unmount(),
+            }
+        } else if keep == Keep::Nothing {
+            // Checkpoints of an overlay an engine mounted (never its layer).
+            let l = snapshot::Layer::new(&self.config.data_dir, id);
+            if l.base.join(snapshot::ENGINE_MARK).exists() {
+                let _ = std::fs::remove_dir_all(&l.base);
+            }
+        }
+        if keep == Keep::Layer {
+            let _ = std::fs::remove_dir_all(self.cordon_dir(id));
+            return;
         }
         if let Err(e) = self.config.audit.archive(&audit_path(&self.root, id), id) {
             tracing::warn!(
