@@ -247,10 +247,11 @@ pub(super) fn plan(
                 .find(|fs| below(b, fs))
                 .map(|fs| format!("a kernel directory below {fs}"))
                 .or_else(|| {
-                    site.mount_points
-                        .iter()
-                        .any(|m| m.trim_end_matches('/') == b)
-                        .then(|| "a mount point of the bundle".to_string())
+                    // A mount of a file (a bind of one) is no directory
+                    // to grant beneath.
+                    (site.mount_points.iter().any(|m| m.trim_end_matches('/') == b)
+                        && (site.existing)(b) != Some(Existing::File))
+                    .then(|| "a mount point of the bundle".to_string())
                 })
                 .or_else(|| {
                     ((site.existing)(b) == Some(Existing::Dir)).then(|| "a directory that exists at create".to_string())

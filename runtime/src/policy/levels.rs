@@ -798,6 +798,16 @@ mod tests {
         assert_eq!(l.base, PathAccess::Deny);
         assert_eq!(l.grants[0].access, PathAccess::ReadOnly);
         assert!(!plan.guards_renames());
+        // A mount point that is a file (a bind of one) is no directory to
+        // grant beneath: the supervisor keeps the rules.
+        let g = user(&[("/tmp/**", "allow"), ("/**", "read-only")]);
+        assert!(g
+            .plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)))
+            .landlock
+            .is_some());
+        let file_at_tmp = |p: &str| if p == "/tmp" { Some(Existing::File) } else { dirs(p) };
+        let plan = g.plan_at(Enforcement::Kernel, &site(&kfs, &file_at_tmp, Some(7)));
+        assert!(plan.landlock.is_none() && !plan.all_kernel, "{plan:?}");
         // Level 1 still comes first, and the user's choice of the supervisor
         // wins.
         let mounts_only = user(&[("/data/ro/**", "read-only")]);

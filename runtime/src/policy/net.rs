@@ -47,10 +47,22 @@ impl NetPolicy {
                         .or_else(|_| cidr.parse::<IpAddr>().map(IpNet::from))
                         .map_err(|_| (i, "cidr", format!("{cidr:?} is not an address or CIDR")))?,
                 ),
-                (None, Some(host)) => Target::Host(HostPattern::parse(host).map_err(|e| (i, "host", e))?),
+                (None, Some(host)) => {
+                    if host.parse::<IpAddr>().is_ok() {
+                        return Err((
+                            i,
+                            "host",
+                            format!("{host:?} is an address, which no lookup answers for: write cidr = {host:?}"),
+                        ));
+                    }
+                    Target::Host(HostPattern::parse(host).map_err(|e| (i, "host", e))?)
+                }
                 (Some(_), Some(_)) => return Err((i, "host", "a rule has either cidr or host, not both".into())),
                 (None, None) => return Err((i, "cidr", "missing: a rule needs cidr or host".into())),
             };
+            if r.ports.contains(&0) {
+                return Err((i, "ports", "port 0 is no destination: list ports 1 to 65535".into()));
+            }
             out.push((target, r.ports.clone(), r.action));
         }
         Ok(Self { rules: out, default })
@@ -196,6 +208,20 @@ mod tests {
 #[cfg(test)]
 mod name_tests {
     use super::*;
+
+    #[test]
+    fn an_address_as_a_host_and_port_0_are_refused() {
+        let e =
+            NetPolicy::compile(&[rule(None, Some("10.0.0.1"), &[], NetAction::Allow)], NetAction::Deny).unwrap_err();
+        assert_eq!((e.0, e.1), (0, "host"));
+        assert!(e.2.contains("cidr"), "{}", e.2);
+        let e = NetPolicy::compile(
+            &[rule(Some("10.0.0.0/8"), None, &[0], NetAction::Allow)],
+            NetAction::Deny,
+        )
+        .unwrap_err();
+        assert_eq!((e.0, e.1), (0, "ports"));
+    }
 
     fn rule(cidr: Option<&str>, host: Option<&str>, ports: &[u16], action: NetAction) -> NetRule {
         NetRule {
