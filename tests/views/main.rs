@@ -116,7 +116,8 @@ fn the_identity_is_the_same_everywhere() {
     let lines = sh(
         &mut env,
         "uname -r; cat /proc/sys/kernel/osrelease; cat /proc/version; cat /proc/sys/kernel/ostype; \
-         cat /proc/sys/kernel/version; uname -v; cat /proc/cmdline",
+         cat /proc/sys/kernel/version; uname -v; cat /proc/cmdline; \
+         cat /proc/config.gz /sys/kernel/notes 2>/dev/null | wc -c",
     );
     let release = &lines[0];
     assert_eq!(release, "6.1.0-cordon", "{lines:?}");
@@ -127,6 +128,9 @@ fn the_identity_is_the_same_everywhere() {
     assert_eq!(lines[3], "Linux");
     assert_eq!(lines[4], lines[5], "uname -v and /proc/sys/kernel/version");
     assert_eq!(lines[6], format!("BOOT_IMAGE=/boot/vmlinuz-{release} ro quiet"));
+    // The host kernel's configuration and build notes (which name its
+    // release) read empty, where the host has them.
+    assert_eq!(lines[7].trim(), "0", "{lines:?}");
 }
 
 #[test]
