@@ -521,6 +521,30 @@ const get = (host) => new Promise((ok) => {
     assert_eq!(net.asked("denied.test"), 0);
 }
 
+/// A Kubernetes pod: its sandbox ("pause") container, marked by CRI's
+/// annotation, and its container share one network namespace, both under
+/// a policy with host rules. The sandbox gets no resolver, so the
+/// container gets one and its lookups are answered.
+#[test]
+fn a_pod_sandbox_leaves_the_resolver_to_its_container() {
+    let net = TestNet::new();
+    let mut pause = Env::busybox(&["sleep", "600"]);
+    net.configure(&mut pause, RULES);
+    pause.annotate("io.kubernetes.cri.container-type", "sandbox");
+    let sandbox = unique("egress-pause");
+    ok(&pause.create(&sandbox));
+    ok(&pause.cordon(&["start", &sandbox]));
+    let mut app = Env::python(&[
+        "python3",
+        "-c",
+        "import socket; print(socket.getaddrinfo('allowed.test', 80, socket.AF_INET)[0][4][0])",
+    ]);
+    net.configure(&mut app, RULES);
+    let out = app.run(&unique("egress-app"));
+    assert_eq!(ok(&out).trim(), "10.77.0.1", "{}", stderr(&out));
+    ok(&pause.cordon(&["delete", "--force", &sandbox]));
+}
+
 /// A flood of queries: the supervisor keeps a fixed number of threads and
 /// bounded memory, and answers again once it passes.
 #[test]

@@ -285,7 +285,8 @@ impl Runtime {
         }
         // Host rules: the container's lookups go to the supervisor's
         // resolver (container/resolver.rs).
-        let resolver = if policy.net.has_names() && policy.needs_supervisor() {
+        let resolver = if policy.net.has_names() && policy.needs_supervisor() && !super::resolver::is_pod_sandbox(&spec)
+        {
             Some(super::resolver::prepare(&dir, bundle, &spec)?)
         } else {
             None

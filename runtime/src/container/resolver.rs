@@ -29,6 +29,20 @@ pub struct Plan {
     pub conf: PathBuf,
 }
 
+/// Whether `spec` is a Kubernetes pod's sandbox (its "pause" container,
+/// which holds the pod's namespaces and runs nothing that connects), as
+/// containerd's CRI (`io.kubernetes.cri.container-type`) and CRI-O
+/// (`io.kubernetes.cri-o.ContainerType`) mark it. It gets no resolver: the
+/// pod's network namespace keeps port 53 of 127.0.0.53 for the pod's
+/// container, whose lookups are the ones to answer.
+pub fn is_pod_sandbox(spec: &Spec) -> bool {
+    spec.annotations().as_ref().is_some_and(|a| {
+        ["io.kubernetes.cri.container-type", "io.kubernetes.cri-o.ContainerType"]
+            .iter()
+            .any(|k| a.get(*k).is_some_and(|v| v == "sandbox"))
+    })
+}
+
 /// Refuses a policy with `host` rules for a container on the host's
 /// network: the resolver's socket would be the host's port 53.
 pub fn check_network(spec: &Spec, policy: &Policy) -> Result<()> {
@@ -295,6 +309,28 @@ fn local_to_namespace(ns: IpAddr, local: IpAddr) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_pod_sandbox_is_known_by_its_annotation() {
+        let spec = |k: &str, v: &str| -> oci_spec::runtime::Spec {
+            let mut s = oci_spec::runtime::Spec::default();
+            s.set_annotations(Some([(k.to_string(), v.to_string())].into_iter().collect()));
+            s
+        };
+        assert!(super::is_pod_sandbox(&spec(
+            "io.kubernetes.cri.container-type",
+            "sandbox"
+        )));
+        assert!(super::is_pod_sandbox(&spec(
+            "io.kubernetes.cri-o.ContainerType",
+            "sandbox"
+        )));
+        assert!(!super::is_pod_sandbox(&spec(
+            "io.kubernetes.cri.container-type",
+            "container"
+        )));
+        assert!(!super::is_pod_sandbox(&oci_spec::runtime::Spec::default()));
+    }
+
     #[test]
     fn nameservers_of_the_namespace_itself_are_not_used() {
         use super::local_to_namespace as local;
