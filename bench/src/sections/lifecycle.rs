@@ -212,6 +212,32 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         ))
     });
 
+    if env.sandlock.is_some() {
+        let sandlock = med("sandlock");
+        so.targets.push(
+            Target::at_most(
+                "lifecycle: cordon vs sandlock",
+                "≤ 1.0× sandlock (beat it or tie)",
+                stats::ratio(cordon, sandlock),
+                1.0,
+                "x",
+                format!(
+                    "median start-to-delete of busybox `true`, cordon (default policy) {} ms / sandlock-oci {} ms \
+                     (create, start, `state` until stopped, delete), {n} runs each",
+                    num(cordon, 2),
+                    num(sandlock, 2)
+                ),
+            )
+            .because(
+                "sandlock-oci makes no namespaces, cgroups or mounts (it confines the workload with Landlock and \
+                 seccomp in the host's namespaces), so it skips what libcontainer's set-up costs cordon (see \
+                 \"cordon vs crun\"); cordon-permissive, which does that set-up with no supervisor, shows the \
+                 share of it"
+                    .to_string(),
+            ),
+        );
+    }
+
     let mib = |k: f64| k / 1024.0;
     let trows: Vec<Vec<String>> = rows
         .iter()
