@@ -29,7 +29,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cordon_tests::{
-    busybox_bundle, cgroup_leaked, cordon_bin, ok, repo, stderr, stdout, supervisor_pid, unique, Env, TempDir,
+    busybox_bundle, cgroup_leaked, cordon_bin, ok, processes_of, repo, stderr, stdout, supervisor_pid, unique,
+    wait_until, Env, TempDir,
 };
 use serde_json::{json, Value};
 
@@ -2040,6 +2041,28 @@ fn bad_input_invalid_id() {
     let outside = env.root.path().parent().unwrap().join(&name);
     assert!(!outside.exists(), "{} was created outside the root", outside.display());
     assert_clean(&env, &name);
+}
+
+/// A state.json that a killed create left empty (libcontainer had only
+/// begun to write it): `delete --force` still removes the container, its
+/// processes and its supervisor; `state` fails with one line.
+#[test]
+fn delete_force_removes_a_container_with_an_empty_state_file() {
+    let env = Env::busybox(&["sleep", "60"]);
+    let id = unique("torn");
+    ok(&env.create(&id));
+    std::fs::write(env.root.path().join(&id).join("state.json"), "").unwrap();
+    assert_fails(&env.cordon(&["state", &id]), &[&id]);
+    ok(&env.cordon(&["delete", "--force", &id]));
+    wait_until("the container's processes to be gone", Duration::from_secs(10), || {
+        let p = processes_of(&id);
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{p:?}"))
+        }
+    });
+    assert_clean(&env, &id);
 }
 
 /// An id naming cordon's own state directory (`<root>/.cordon`, which

@@ -378,10 +378,12 @@ impl Runtime {
                 let _ = std::fs::remove_dir_all(self.root.join(id));
                 return Ok(());
             }
-            Err(_) if force && !self.state_parses(id) => {
+            Err(Error::Lib { .. }) if force && validate::id(id).is_ok() && !self.state_parses(id) => {
                 // Or one whose state.json libcontainer had only begun to
-                // write (empty, or cut short): the same. Its processes die
-                // with its supervisor (the watchdog kills them).
+                // write (empty, or cut short): the same, and its processes
+                // (an init waiting for `start` has no watchdog yet) are
+                // killed through its cgroup, which goes too.
+                self.kill_cgroup_of(id);
                 self.cleanup_cordon(id, keep);
                 let _ = std::fs::remove_dir_all(self.root.join(id));
                 return Ok(());
@@ -444,8 +446,49 @@ impl Runtime {
         Ok(())
     }
 
-    /// Whether container `id`'s state.json is whole JSON.
+    /// Kills every process in container `id`'s cgroup and removes it, for
+    /// a container whose state cannot be loaded: the cgroup is the one its
+    /// bundle names (`linux.cgroupsPath`), or the one `create` gives a
+    /// bundle without (`/cordon/<id>`). Best effort.
+    fn kill_cgroup_of(&self, id: &str) {
+        use libcgroups::common::CgroupManager;
+        let meta = self.meta(id);
+        let named = oci_spec::runtime::Spec::load(meta.bundle.join("config.json"))
+            .ok()
+            .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()));
+        let path = named.unwrap_or_else(|| {
+            PathBuf::from(if self.systemd_cgroup {
+                format!("system.slice:cordon:{id}")
+            } else {
+                format!("/cordon/{id}")
+            })
+        });
+        let Ok(manager) = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+            cgroup_path: path,
+            systemd_cgroup: self.systemd_cgroup,
+            container_name: id.to_string(),
+        }) else {
+            return;
+        };
+        for _ in 0..100 {
+            let pids = manager.get_all_pids().unwrap_or_default();
+            if pids.is_empty() {
+                break;
+            }
+            for pid in pids {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = manager.remove();
+    }
+
+    /// Whether container `id`'s state.json is whole JSON, or missing:
+    /// `false` only for one that is there but empty or cut short.
     fn state_parses(&self, id: &str) -> bool {
+        if !self.root.join(id).join("state.json").exists() {
+            return true;
+        }
         std::fs::read(self.root.join(id).join("state.json"))
             .is_ok_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok())
     }
