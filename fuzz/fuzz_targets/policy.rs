@@ -149,6 +149,7 @@ fn structured(data: &[u8]) -> PolicyFile {
         paths: Vec::new(),
         net: Vec::new(),
         net_default: NetAction::Allow,
+        dns: Default::default(),
         views: Default::default(),
     };
     while !b.done() && file.syscalls.len() < 512 {
