@@ -10,6 +10,7 @@
 //! test's), so tests run in parallel. Needs root and a real kernel.
 
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -477,16 +478,17 @@ fn a_fork_starts_from_the_checkpoints_files_and_goes_its_own_way() {
     assert_eq!(w.tree(&fork), at_cp1, "the fork's files are the checkpoint's");
     assert_eq!(
         ok(&w.cordon(&["diff", &fork])),
-        "A /base\nC /etc\nD /etc/group\nC /home\nD /home/app\nA /w\nA /w/x\nA /w/x/y\n",
-        "the fork's changes since its start are the checkpoint's"
+        "",
+        "nothing changed since the fork started"
     );
 
     // Each goes its own way.
     w.sh(&fork, "echo mine > /mine");
     assert!(!w.sh(&id, "ls /").contains("mine"));
     assert!(!w.sh(&fork, "ls /").contains("later"));
-    // The fork's own first checkpoint holds its whole layer: restoring it
-    // gives the fork's files back.
+    assert_eq!(ok(&w.cordon(&["diff", &fork])), "A /mine\n");
+    // The fork's own first checkpoint holds what it changed: restoring it
+    // gives the fork's files back, over the checkpoint it started from.
     let forked = w.tree(&fork);
     assert_eq!(ok(&w.cordon(&["checkpoint", &fork])).trim(), "cp1");
     w.sh(&fork, "rm -rf /w /mine");
@@ -736,4 +738,210 @@ fn an_overlay_an_engine_mounted_gets_checkpoints_and_diffs_but_no_restore() {
     assert!(!w.layer(&id).exists());
     assert_eq!(std::fs::read_to_string(upper.join("etc/group")).unwrap(), "g\n");
     assert_no_leftovers(w.env.root.path(), &[&id], &[w.env.bundle.path(), w.data.path()]);
+}
+
+/// Hard links, extended attributes and names that are not UTF-8 come back
+/// with a restore and a fork: each name of a file is one file again, the
+/// xattrs are the file's, odd names are kept byte for byte.
+#[test]
+fn hard_links_xattrs_and_odd_names_come_back() {
+    let w = World::busybox();
+    let id = unique("links");
+    w.run_detached(&id, &["--overlay"]);
+    let merged = w.layer(&id).join("merged");
+    let setx = |p: &str, name: &str, value: &str| {
+        let st = Command::new("python3")
+            .args([
+                "-c",
+                "import os, sys; os.setxattr(sys.argv[1], sys.argv[2], sys.argv[3].encode(), follow_symlinks=False)",
+            ])
+            .arg(merged.join(p.trim_start_matches('/')))
+            .args([name, value])
+            .status()
+            .unwrap();
+        assert!(st.success(), "setxattr {p} {name}");
+    };
+    let getx = |layer_root: &Path, p: &str| -> String {
+        let out = Command::new("python3")
+            .args(["-c", "import os, sys\ntry: print(os.getxattr(sys.argv[1], 'user.note', follow_symlinks=False).decode())\nexcept OSError as e: print('none', e.errno)"])
+            .arg(layer_root.join(p.trim_start_matches('/')))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // One file with two names, a name that is not UTF-8, a name with a
+    // backslash, xattrs on a file and a directory.
+    w.sh(
+        &id,
+        "echo shared > /h1; ln /h1 /h2; mkdir /xd; echo x > /xd/f; \
+         echo odd > \"$(printf '/odd\\377name')\"; echo back > '/back\\x41slash'",
+    );
+    setx("/xd/f", "user.note", "file-note");
+    setx("/xd", "user.note", "dir-note");
+    ok(&w.cordon(&["checkpoint", &id]));
+    // A third name of the same file in the next checkpoint; the directory's
+    // xattr goes, the file's changes.
+    w.sh(&id, "ln /h1 /xd/h3; echo more >> /h2");
+    setx("/xd/f", "user.note", "changed");
+    let out = Command::new("python3")
+        .args(["-c", "import os, sys; os.removexattr(sys.argv[1], 'user.note')"])
+        .arg(merged.join("xd"))
+        .status()
+        .unwrap();
+    assert!(out.success());
+    let links = "stat -c '%n %h' /h1 /h2 /xd/h3; [ /h1 -ef /xd/h3 ] && [ /h2 -ef /h1 ] && echo one-file";
+    let at_cp2 = (w.tree(&id), w.sh(&id, links));
+    assert!(
+        at_cp2.1.contains("/h1 3\n") && at_cp2.1.contains("one-file"),
+        "{}",
+        at_cp2.1
+    );
+    assert!(
+        at_cp2.0.contains("/odd") && at_cp2.0.contains("/back\\x41slash"),
+        "{}",
+        at_cp2.0
+    );
+    ok(&w.cordon(&["checkpoint", &id]));
+
+    w.sh(&id, "rm -rf /h1 /h2 /xd /odd* /back*; echo later > /later");
+    ok(&w.cordon(&["restore", &id, "cp2"]));
+    w.wait_running(&id);
+    assert_eq!((w.tree(&id), w.sh(&id, links)), at_cp2, "restored to cp2");
+    assert_eq!(getx(&merged, "/xd/f"), "changed");
+    assert_eq!(
+        getx(&merged, "/xd"),
+        "none 61",
+        "the directory's xattr was removed at cp2"
+    );
+    let odd = merged.join(std::ffi::OsStr::from_bytes(b"odd\xffname"));
+    assert_eq!(std::fs::read(&odd).unwrap(), b"odd\n", "{}", odd.display());
+    assert_eq!(std::fs::read(merged.join("back\\x41slash")).unwrap(), b"back\n");
+
+    ok(&w.cordon(&["restore", &id, "cp1"]));
+    w.wait_running(&id);
+    assert_eq!(
+        w.sh(&id, "stat -c '%n %h' /h1 /h2; cat /h2; [ -e /xd/h3 ] || echo no-h3"),
+        "/h1 2\n/h2 2\nshared\nno-h3\n"
+    );
+    assert_eq!(getx(&merged, "/xd/f"), "file-note");
+    assert_eq!(getx(&merged, "/xd"), "dir-note");
+
+    // A fork of cp2 has them too.
+    let fork = unique("links-fork");
+    ok(&w.cordon(&["fork", &id, "cp2", &fork]));
+    w.wait_running(&fork);
+    let fork_merged = w.layer(&fork).join("merged");
+    assert_eq!(w.tree(&fork), at_cp2.0);
+    assert!(w.sh(&fork, links).contains("one-file"));
+    assert_eq!(getx(&fork_merged, "/xd/f"), "changed");
+    assert_eq!(
+        std::fs::read(fork_merged.join(std::ffi::OsStr::from_bytes(b"odd\xffname"))).unwrap(),
+        b"odd\n"
+    );
+    ok(&w.cordon(&["delete", "--force", &fork]));
+    w.delete_and_check(&id);
+    w.delete_and_check(&fork);
+}
+
+/// A fork shares the checkpoint's files instead of copying them, and does
+/// not depend on them: its parent's deletion leaves it whole. A fork of a
+/// fork stacks both.
+#[test]
+fn a_fork_shares_the_checkpoints_files_and_outlives_its_parent() {
+    let w = World::busybox();
+    let id = unique("cow");
+    let fork = unique("cow-fork");
+    let grandchild = unique("cow-fork2");
+    w.run_detached(&id, &["--overlay"]);
+    w.sh(
+        &id,
+        "dd if=/dev/urandom of=/big bs=64k count=16 2>/dev/null; rm /etc/group; mkdir -p /w/x; echo y > /w/x/y",
+    );
+    ok(&w.cordon(&["checkpoint", &id]));
+    let big = w.sh(&id, "md5sum < /big");
+    ok(&w.cordon(&["fork", &id, "cp1", &fork]));
+    w.wait_running(&fork);
+    // The same inode: no content was copied.
+    let ino = |p: PathBuf| {
+        std::fs::metadata(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .ino()
+    };
+    assert_eq!(
+        ino(w.layer(&fork).join("lower/big")),
+        ino(w.layer(&id).join("checkpoints/cp1/layer/big")),
+        "the fork's lower layer links the checkpoint's file"
+    );
+    assert_eq!(ok(&w.cordon(&["diff", &fork])), "", "nothing changed since the fork");
+    w.sh(&fork, "echo mine >> /big; rm -rf /w; echo f2 > /f2");
+    assert_eq!(
+        ok(&w.cordon(&["diff", &fork])),
+        "C /big\nA /f2\nD /w\nD /w/x\nD /w/x/y\n"
+    );
+    assert_eq!(w.sh(&id, "md5sum < /big"), big, "the parent's file is untouched");
+    ok(&w.cordon(&["checkpoint", &fork]));
+    let fork_cp1 = w.tree(&fork);
+
+    // The parent goes, checkpoints and all; the fork keeps its files, and
+    // forks again.
+    ok(&w.cordon(&["delete", "--force", &id]));
+    assert!(!w.layer(&id).exists(), "the parent's layer and checkpoints are gone");
+    assert_eq!(w.tree(&fork), fork_cp1);
+    ok(&w.cordon(&["fork", &fork, "cp1", &grandchild]));
+    w.wait_running(&grandchild);
+    assert_eq!(w.tree(&grandchild), fork_cp1);
+    assert_eq!(ok(&w.cordon(&["diff", &grandchild])), "");
+    // Restoring the fork goes back over its own lower layer.
+    w.sh(&fork, "rm -rf /big /f2 /etc; echo z > /z");
+    ok(&w.cordon(&["restore", &fork, "cp1"]));
+    w.wait_running(&fork);
+    assert_eq!(w.tree(&fork), fork_cp1);
+    ok(&w.cordon(&["delete", "--force", &grandchild]));
+    ok(&w.cordon(&["delete", "--force", &fork]));
+    for c in [&id, &fork, &grandchild] {
+        w.delete_and_check(c);
+    }
+}
+
+/// A restore starts the container again under the policy fixed at its
+/// create, not the policy file as it is now.
+#[test]
+fn a_restore_keeps_the_policy_of_create() {
+    let w = World::busybox();
+    let file = w.data.path().join("p.toml");
+    std::fs::write(
+        &file,
+        "name = \"p\"\nextends = \"default\"\n[[syscall]]\nnames = [\"sched_setaffinity\"]\naction = \"deny\"\n",
+    )
+    .unwrap();
+    let id = unique("snap-policy");
+    w.env.write();
+    let b = w.env.bundle.path().to_string_lossy().into_owned();
+    ok(&w.cordon(&[
+        "--policy",
+        &file.to_string_lossy(),
+        "run",
+        "-d",
+        "--overlay",
+        "-b",
+        &b,
+        &id,
+    ]));
+    w.wait_running(&id);
+    let probe = "taskset 1 true 2>/dev/null; echo $?";
+    assert_eq!(w.sh(&id, probe).trim(), "1", "refused as created");
+    ok(&w.cordon(&["checkpoint", &id]));
+    std::fs::write(&file, "name = \"p\"\nextends = \"default\"\n").unwrap();
+    ok(&w.cordon(&["restore", &id, "cp1"]));
+    w.wait_running(&id);
+    assert_eq!(
+        w.sh(&id, probe).trim(),
+        "1",
+        "refused after a restore, the file changed"
+    );
+    std::fs::remove_file(&file).unwrap();
+    ok(&w.cordon(&["restore", &id, "cp1"]));
+    w.wait_running(&id);
+    assert_eq!(w.sh(&id, probe).trim(), "1", "refused after a restore, the file gone");
+    w.delete_and_check(&id);
 }

@@ -61,6 +61,10 @@ pub struct CreateOptions {
     /// directory) to mount rather than a new one; the audit trail saved in
     /// it (`audit.jsonl`) goes on.
     pub reuse_layer: Option<PathBuf>,
+    /// (restore) The policy fixed at the container's first create: its
+    /// name and the TOML text of its `policy.toml`, used instead of choosing
+    /// and loading one again (a policy file changed since changes nothing).
+    pub fixed_policy: Option<(String, String)>,
 }
 
 /// Options of `exec`.
@@ -130,13 +134,19 @@ impl Runtime {
             policy_from_annotation,
         } = self.choose(&spec)?;
         let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
-        let full = Policy::load(&policy_name).map_err(|e| {
-            if policy_from_annotation {
-                crate::annotations::quiet(e)
-            } else {
-                e
+        let (policy_name, full) = match &opts.fixed_policy {
+            Some((name, text)) => (name.clone(), Policy::from_toml(text, name)?),
+            None => {
+                let full = Policy::load(&policy_name).map_err(|e| {
+                    if policy_from_annotation {
+                        crate::annotations::quiet(e)
+                    } else {
+                        e
+                    }
+                })?;
+                (policy_name, full)
             }
-        })?;
+        };
         // The policy as it is now, for the supervisor and every later
         // `exec`: a policy file changed after create changes nothing.
         let fixed =

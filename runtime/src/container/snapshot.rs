@@ -11,6 +11,8 @@
 //! <data_dir>/containers/<id>/
 //!     lock                  flock(2): one checkpoint, rm or restore at a time
 //!     upper/ work/          overlayfs upperdir and workdir
+//!     lower/                (a fork) the checkpoint it started from, as a
+//!                           read-only layer of hard links over the rootfs
 //!     merged/               the mount; the container's root.path
 //!     head.json             the parent of the next checkpoint and the upper
 //!                           layer's manifest when it was taken
@@ -23,6 +25,10 @@
 //! character device 0/0), a directory that hides the lower one is opaque
 //! (xattr `trusted.overlay.opaque = "y"`). Restoring applies the chain of
 //! layers in order onto an empty upper layer.
+//!
+//! Manifests are JSON, keyed by path: a path's bytes that are not UTF-8
+//! are written `\xHH` and a backslash `\\` ([`key_of`], [`rel_of`]), so any
+//! name a file system holds is kept.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
@@ -95,6 +101,67 @@ fn unescape(s: &str) -> String {
 /// runtime config's `data_dir`).
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/cordon";
 const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
+/// overlayfs' own xattrs (`trusted.overlay.*`): its bookkeeping, not the
+/// container's; only the opaque flag is kept ([`Entry::opaque`]).
+const OVERLAY_XATTRS: &str = "trusted.overlay.";
+
+/// A manifest key for relative path `rel`: its bytes, with those that are
+/// not UTF-8 written `\xHH` and a backslash written `\\` (undone by
+/// [`rel_of`]). `/` stays itself, so a key's parent is its text up to the
+/// last `/`.
+pub fn key_of(rel: &Path) -> String {
+    let mut out = String::new();
+    for chunk in rel.as_os_str().as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// The relative path a [`key_of`] key stands for.
+pub fn rel_of(key: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = key.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && b.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && i + 4 <= b.len() {
+            match std::str::from_utf8(&b[i + 2..i + 4])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                Some(v) => {
+                    out.push(v);
+                    i += 4;
+                }
+                None => {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// `root` joined with the path manifest key `key` stands for.
+fn at(root: &Path, key: &str) -> PathBuf {
+    root.join(rel_of(key))
+}
 
 fn other(msg: impl Into<String>) -> Error {
     Error::Other(msg.into())
@@ -148,6 +215,18 @@ impl Layer {
     pub fn checkpoints(&self) -> PathBuf {
         self.base.join("checkpoints")
     }
+    /// A fork's read-only layer of the checkpoint it started from
+    /// (`lower/`, hard links to that checkpoint's files), when there is one.
+    pub fn own_lower(&self) -> Option<PathBuf> {
+        let l = self.base.join("lower");
+        (self.engine_upper.is_none() && l.is_dir()).then_some(l)
+    }
+    /// The lower layers beneath the upper one, uppermost first, as
+    /// overlayfs' `lowerdir` lists them: [`Layer::own_lower`] (a fork's),
+    /// then `rootfs`.
+    pub fn lowers(&self, rootfs: &Path) -> Vec<PathBuf> {
+        self.own_lower().into_iter().chain([rootfs.to_path_buf()]).collect()
+    }
 
     /// Creates the directories and mounts the overlay with `lower` (an
     /// absolute directory) read-only beneath. Errors: `base` exists (a
@@ -191,9 +270,19 @@ impl Layer {
     /// are off: every change stays in the upper layer as plain files,
     /// whiteouts and opaque directories, which is what checkpoints copy.
     pub fn mount(&self, lower: &Path) -> Result<()> {
+        let lowers = self.lowers(lower);
+        for l in &lowers {
+            let t = l.to_string_lossy();
+            if t.contains([',', ':', '\\']) || !l.is_absolute() {
+                return Err(other(format!(
+                    "overlay rootfs: lower layer {l:?} must be an absolute path without ',', ':' or '\\'"
+                )));
+            }
+        }
+        let lowerdir: Vec<_> = lowers.iter().map(|l| l.to_string_lossy()).collect();
         let data = format!(
             "lowerdir={},upperdir={},workdir={},redirect_dir=off,index=off,metacopy=off",
-            lower.display(),
+            lowerdir.join(":"),
             self.upper().display(),
             self.work().display()
         );
@@ -226,7 +315,8 @@ impl Layer {
     }
 
     /// Unmounts and removes everything, or with `keep_checkpoints` only the
-    /// writable layer (the checkpoints, head.json and lock stay).
+    /// writable layer (the checkpoints, a fork's `lower/`, head.json and
+    /// lock stay).
     pub fn remove(&self, keep_checkpoints: bool) {
         self.unmount();
         if keep_checkpoints && self.checkpoints().exists() {
@@ -284,6 +374,53 @@ pub struct Entry {
     /// An opaque directory (hides the lower directory's entries).
     #[serde(default)]
     pub opaque: bool,
+    /// Extended attributes but overlayfs' own (`trusted.overlay.*`): name
+    /// to value, the value in lowercase hex.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub xattrs: BTreeMap<String, String>,
+    /// Inode number in the upper layer (0: not recorded). With `nlink`,
+    /// what tells the names of one file (hard links) apart from copies.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ino: u64,
+    /// Number of names of the inode (st_nlink; 0: not recorded).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nlink: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    s.len()
+        .is_multiple_of(2)
+        .then(|| {
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+                .collect()
+        })
+        .flatten()
+}
+
+/// The extended attributes of `path` (not followed) but overlayfs' own,
+/// values in hex.
+fn xattrs_of(path: &Path) -> std::io::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for name in xattr::list(path)? {
+        let Some(n) = name.to_str() else { continue };
+        if n.starts_with(OVERLAY_XATTRS) {
+            continue;
+        }
+        if let Some(v) = xattr::get(path, &name)? {
+            out.insert(n.to_string(), hex(&v));
+        }
+    }
+    Ok(out)
 }
 
 impl Entry {
@@ -317,6 +454,9 @@ impl Entry {
             rdev: m.rdev(),
             target,
             opaque: ft.is_dir() && get_xattr(path, OPAQUE_XATTR).as_deref() == Some(b"y"),
+            xattrs: xattrs_of(path)?,
+            ino: if ft.is_file() { m.ino() } else { 0 },
+            nlink: if ft.is_file() { m.nlink() } else { 0 },
         })
     }
 
@@ -367,8 +507,8 @@ pub struct Info {
     pub frozen_ms: u64,
 }
 
-/// Walks the upper layer `root`; errors name the path. A name that is not
-/// UTF-8 is refused (manifests are JSON).
+/// Walks the upper layer `root`; errors name the path. Keys are
+/// [`key_of`] the relative paths.
 pub fn scan(root: &Path) -> Result<Manifest> {
     let mut out = Manifest::new();
     let mut stack = vec![PathBuf::new()];
@@ -378,18 +518,13 @@ pub fn scan(root: &Path) -> Result<Manifest> {
         for e in rd {
             let e = e.map_err(io_at("read", &dir))?;
             let rel = rel.join(e.file_name());
-            let Some(key) = rel.to_str() else {
-                return Err(other(format!(
-                    "{}: file name is not UTF-8 (not supported in checkpoints)",
-                    root.join(&rel).display()
-                )));
-            };
             let p = root.join(&rel);
             let entry = Entry::of(&p).map_err(io_at("stat", &p))?;
+            let key = key_of(&rel);
             if entry.kind == "dir" {
-                stack.push(rel.clone());
+                stack.push(rel);
             }
-            out.insert(key.to_string(), entry);
+            out.insert(key, entry);
         }
     }
     Ok(out)
@@ -447,14 +582,29 @@ fn changes(before: &Manifest, now: &Manifest) -> (BTreeSet<String>, BTreeSet<Str
     (keep, gone)
 }
 
+/// How [`copy_entry`] makes a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Files {
+    /// A copy, through copy_file_range(2) (`std::fs::copy`), which shares
+    /// blocks where the filesystem can (XFS, btrfs).
+    Copy,
+    /// A hard link to the source (for a read-only lower layer: the
+    /// source, a checkpoint's file, is never written).
+    Link,
+}
+
 /// Copies one entry `src` to `dst` (which must not exist): content,
-/// mode, owner, mtime, the opaque flag. Regular files go through
-/// copy_file_range(2) (`std::fs::copy`), which shares blocks where the
-/// filesystem can (XFS, btrfs).
-fn copy_entry(src: &Path, dst: &Path, e: &Entry) -> Result<u64> {
+/// mode, owner, mtime, xattrs, the opaque flag. A regular file is copied
+/// or, with [`Files::Link`], hard-linked (its attributes are then the
+/// source's, already right). Returns the bytes copied.
+fn copy_entry(src: &Path, dst: &Path, e: &Entry, files: Files) -> Result<u64> {
     let mut bytes = 0;
     match e.kind.as_str() {
         "dir" => std::fs::create_dir(dst).map_err(io_at("create", dst))?,
+        "file" if files == Files::Link => {
+            std::fs::hard_link(src, dst).map_err(io_at("link to", dst))?;
+            return Ok(0);
+        }
         "file" => bytes = std::fs::copy(src, dst).map_err(io_at("copy to", dst))?,
         "symlink" => {
             std::os::unix::fs::symlink(e.target.as_deref().unwrap_or(""), dst).map_err(io_at("create symlink", dst))?
@@ -491,6 +641,19 @@ fn set_attrs(dst: &Path, e: &Entry) -> Result<()> {
     .map_err(|err| other(format!("chown {}: {err}", dst.display())))?;
     if e.kind != "symlink" {
         std::fs::set_permissions(dst, std::fs::Permissions::from_mode(e.mode & 0o7777)).map_err(io_at("chmod", dst))?;
+    }
+    // After chown, which clears security.capability. A directory kept from
+    // an earlier layer loses the xattrs this entry no longer has.
+    let had = xattrs_of(dst).map_err(io_at("list xattrs of", dst))?;
+    for name in had.keys().filter(|n| !e.xattrs.contains_key(*n)) {
+        xattr::remove(dst, name).map_err(|err| other(format!("remove {name} from {}: {err}", dst.display())))?;
+    }
+    for (name, value) in &e.xattrs {
+        if had.get(name) == Some(value) {
+            continue;
+        }
+        let v = unhex(value).ok_or_else(|| other(format!("xattr {name} of {}: value is not hex", dst.display())))?;
+        xattr::set(dst, name, &v).map_err(|err| other(format!("set {name} on {}: {err}", dst.display())))?;
     }
     if e.opaque {
         set_xattr(dst, OPAQUE_XATTR, b"y")?;
@@ -683,21 +846,31 @@ impl Layer {
         let now = scan(&upper)?;
         let (keep, gone) = changes(&head.manifest, &now);
         let (mut size, mut files) = (0, 0);
+        // The names of one file in this layer are one file here too.
+        let mut linked: BTreeMap<u64, PathBuf> = BTreeMap::new();
         // Parents sort before their children.
         for p in &keep {
             let e = &now[p];
-            size += copy_entry(&upper.join(p), &layer.join(p), e)?;
+            let dst = at(layer, p);
             files += 1;
+            if e.kind == "file" && e.nlink > 1 && e.ino != 0 {
+                if let Some(first) = linked.get(&e.ino) {
+                    std::fs::hard_link(first, &dst).map_err(io_at("link to", &dst))?;
+                    continue;
+                }
+                linked.insert(e.ino, dst.clone());
+            }
+            size += copy_entry(&at(&upper, p), &dst, e, Files::Copy)?;
         }
         for p in &gone {
-            mknod(&layer.join(p), libc::S_IFCHR, 0)?;
+            mknod(&at(layer, p), libc::S_IFCHR, 0)?;
             files += 1;
         }
         // Directory times last: creating their children changed them.
         for p in keep.iter().rev() {
             let e = &now[p];
             if e.kind == "dir" {
-                set_attrs(&layer.join(p), e)?;
+                set_attrs(&at(layer, p), e)?;
             }
         }
         Ok((now, size, files))
@@ -749,12 +922,12 @@ impl Layer {
 
     /// Rebuilds `upper/` (and an empty `work/`) as checkpoint `name` had
     /// it: its chain of layers applied in order onto an empty directory.
-    /// `lower` is the lower layer (whiteouts are only made where it has an
-    /// entry to hide). The overlay must be unmounted. The caller holds
-    /// [`Layer::lock`].
-    pub fn rebuild(&self, id: &str, name: &str, lower: &Path) -> Result<()> {
+    /// `rootfs` is the bottom lower layer (whiteouts are only made where a
+    /// lower layer has an entry to hide). The overlay must be unmounted.
+    /// The caller holds [`Layer::lock`].
+    pub fn rebuild(&self, id: &str, name: &str, rootfs: &Path) -> Result<()> {
         let fresh = self.base.join(".upper-new");
-        self.materialize(id, name, lower, &fresh)?;
+        self.materialize(id, name, &self.lowers(rootfs), &fresh, Files::Copy, None)?;
         for d in [self.upper(), self.work()] {
             std::fs::remove_dir_all(&d).map_err(io_at("remove", &d))?;
         }
@@ -771,25 +944,44 @@ impl Layer {
     }
 
     /// Writes checkpoint `name`'s upper layer (its chain applied in order)
-    /// into the new directory `fresh`; removes it on error.
-    fn materialize(&self, id: &str, name: &str, lower: &Path, fresh: &Path) -> Result<()> {
+    /// into the new directory `fresh`, over the lower layers `beneath`
+    /// (uppermost first), starting from a hard-linked copy of `start` when
+    /// given (a fork of a fork: its parent's own lower layer). Files are
+    /// copied or hard-linked (`files`); the names one file had at the
+    /// checkpoint are one file again. Removes `fresh` on error.
+    fn materialize(
+        &self,
+        id: &str,
+        name: &str,
+        beneath: &[PathBuf],
+        fresh: &Path,
+        files: Files,
+        start: Option<&Path>,
+    ) -> Result<()> {
         let chain = self.chain(id, name)?;
         let _ = std::fs::remove_dir_all(fresh);
         std::fs::create_dir(fresh).map_err(io_at("create", fresh))?;
-        let r = (|| {
-            for info in &chain {
-                let src = self.checkpoints().join(&info.name).join("layer");
-                let m = scan(&src)?;
-                for (p, e) in &m {
-                    apply(&src.join(p), fresh, p, e, lower)?;
-                }
-                for (p, e) in m.iter().rev() {
-                    if e.kind == "dir" {
-                        set_attrs(&fresh.join(p), e)?;
-                    }
+        let layer_onto = |src: &Path, files: Files| -> Result<()> {
+            let m = scan(src)?;
+            for (p, e) in &m {
+                apply(&at(src, p), fresh, p, e, beneath, files)?;
+            }
+            for (p, e) in m.iter().rev() {
+                if e.kind == "dir" {
+                    set_attrs(&at(fresh, p), e)?;
                 }
             }
             Ok(())
+        };
+        let r = (|| {
+            if let Some(start) = start {
+                layer_onto(start, Files::Link)?;
+            }
+            for info in &chain {
+                layer_onto(&self.checkpoints().join(&info.name).join("layer"), files)?;
+            }
+            let manifest: Manifest = load_json(&self.checkpoints().join(name).join("manifest.json"))?;
+            relink(fresh, &manifest)
         })();
         if let Err(e) = r {
             let _ = std::fs::remove_dir_all(fresh);
@@ -798,11 +990,16 @@ impl Layer {
         Ok(())
     }
 
-    /// Makes `new` (a layer that does not exist yet) a copy of checkpoint
-    /// `name`'s files: its upper layer is the checkpoint's, with no
-    /// checkpoints of its own (its first one holds its whole upper layer).
-    /// Nothing of `new` is left on error.
-    pub fn fork_into(&self, id: &str, name: &str, lower: &Path, new: &Layer) -> Result<()> {
+    /// Makes `new` (a layer that does not exist yet) start from checkpoint
+    /// `name`'s files, copy-on-write: its `lower/` is the checkpoint's upper
+    /// layer made of hard links to the checkpoint's files (no file content
+    /// is copied; overlayfs copies a file up when the fork writes it), over
+    /// `rootfs`; its upper layer starts empty, with no checkpoints. A hard
+    /// link rather than the checkpoint's own directory as a lower layer:
+    /// the fork does not depend on the parent's checkpoints staying (a
+    /// `checkpoint rm` or `delete` of the parent leaves it whole). Nothing
+    /// of `new` is left on error.
+    pub fn fork_into(&self, id: &str, name: &str, rootfs: &Path, new: &Layer) -> Result<()> {
         if new.base.exists() {
             return Err(other(format!(
                 "fork: {} exists (checkpoints kept by `delete --keep-checkpoints`, or the id is used under \
@@ -814,8 +1011,10 @@ impl Layer {
             std::fs::create_dir_all(&new.base).map_err(io_at("create", &new.base))?;
             std::fs::set_permissions(&new.base, std::fs::Permissions::from_mode(0o700))
                 .map_err(io_at("chmod", &new.base))?;
-            self.materialize(id, name, lower, &new.upper())?;
-            for d in [new.work(), new.merged(), new.checkpoints()] {
+            let lower = new.base.join("lower");
+            let start = self.own_lower();
+            self.materialize(id, name, &[rootfs.to_path_buf()], &lower, Files::Link, start.as_deref())?;
+            for d in [new.upper(), new.work(), new.merged(), new.checkpoints()] {
                 std::fs::create_dir(&d).map_err(io_at("create", &d))?;
             }
             save_json(&new.base.join("head.json"), &Head::default())
@@ -827,10 +1026,40 @@ impl Layer {
     }
 }
 
+/// Makes the names each file had in `manifest` (entries of one inode)
+/// one file again in `tree`, which holds them as separate files (layers
+/// apply name by name), and gives their directories back their times.
+fn relink(tree: &Path, manifest: &Manifest) -> Result<()> {
+    let mut groups: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for (k, e) in manifest {
+        if e.kind == "file" && e.nlink > 1 && e.ino != 0 {
+            groups.entry(e.ino).or_default().push(k);
+        }
+    }
+    let mut dirs = BTreeSet::new();
+    for names in groups.values().filter(|g| g.len() > 1) {
+        let first = at(tree, names[0]);
+        for k in &names[1..] {
+            let dst = at(tree, k);
+            std::fs::remove_file(&dst).map_err(io_at("remove", &dst))?;
+            std::fs::hard_link(&first, &dst).map_err(io_at("link to", &dst))?;
+            if let Some(up) = parent_of(k) {
+                dirs.insert(up);
+            }
+        }
+    }
+    for d in dirs {
+        if let Some(e) = manifest.get(d) {
+            set_attrs(&at(tree, d), e)?;
+        }
+    }
+    Ok(())
+}
+
 /// Applies one entry of a checkpoint layer to the upper layer being
-/// rebuilt at `upper`.
-fn apply(src: &Path, upper: &Path, rel: &str, e: &Entry, lower: &Path) -> Result<()> {
-    let dst = upper.join(rel);
+/// rebuilt at `upper`, over the lower layers `beneath`.
+fn apply(src: &Path, upper: &Path, rel: &str, e: &Entry, beneath: &[PathBuf], files: Files) -> Result<()> {
+    let dst = at(upper, rel);
     let existing = std::fs::symlink_metadata(&dst).ok();
     if e.kind == "dir" {
         match existing {
@@ -838,17 +1067,17 @@ fn apply(src: &Path, upper: &Path, rel: &str, e: &Entry, lower: &Path) -> Result
                 if e.opaque {
                     // An opaque directory replaced what was there.
                     std::fs::remove_dir_all(&dst).map_err(io_at("remove", &dst))?;
-                    copy_entry(src, &dst, e)?;
+                    copy_entry(src, &dst, e, files)?;
                 } else {
                     set_attrs(&dst, e)?;
                 }
             }
             Some(_) => {
                 std::fs::remove_file(&dst).map_err(io_at("remove", &dst))?;
-                copy_entry(src, &dst, e)?;
+                copy_entry(src, &dst, e, files)?;
             }
             None => {
-                copy_entry(src, &dst, e)?;
+                copy_entry(src, &dst, e, files)?;
             }
         }
         return Ok(());
@@ -867,19 +1096,19 @@ fn apply(src: &Path, upper: &Path, rel: &str, e: &Entry, lower: &Path) -> Result
             let mut q = rel;
             let mut hidden = false;
             while let Some(up) = parent_of(q) {
-                if get_xattr(&upper.join(up), OPAQUE_XATTR).as_deref() == Some(b"y") {
+                if get_xattr(&at(upper, up), OPAQUE_XATTR).as_deref() == Some(b"y") {
                     hidden = true;
                 }
                 q = up;
             }
             hidden
         };
-        if std::fs::symlink_metadata(lower.join(rel)).is_ok() && !hidden_by_opaque {
-            copy_entry(src, &dst, e)?;
+        if lower_entry(beneath, rel).is_some() && !hidden_by_opaque {
+            copy_entry(src, &dst, e, files)?;
         }
         return Ok(());
     }
-    copy_entry(src, &dst, e)?;
+    copy_entry(src, &dst, e, files)?;
     Ok(())
 }
 
@@ -917,14 +1146,14 @@ fn lower_entry(lowers: &[PathBuf], rel: &str) -> Option<Entry> {
         let mut q = rel;
         let mut opaque_above = false;
         while let Some(up) = parent_of(q) {
-            match Entry::of(&l.join(up)) {
+            match Entry::of(&at(l, up)) {
                 Ok(e) if e.kind != "dir" => return None,
                 Ok(e) if e.opaque => opaque_above = true,
                 _ => {}
             }
             q = up;
         }
-        if let Ok(e) = Entry::of(&l.join(rel)) {
+        if let Ok(e) = Entry::of(&at(l, rel)) {
             return (e.kind != "whiteout").then_some(e);
         }
         if opaque_above {
@@ -947,7 +1176,7 @@ pub fn diff(before: &Manifest, now: &Manifest, lowers: &[PathBuf]) -> Vec<Change
             // What an opaque directory, a whiteout or a file hides of a
             // lower directory.
             for lower in lowers {
-                if let Ok(m) = scan(&lower.join(p)) {
+                if let Ok(m) = scan(&at(lower, p)) {
                     beneath.extend(m.into_keys().map(|k| format!("{p}/{k}")));
                 }
             }
@@ -1006,7 +1235,9 @@ impl super::Runtime {
         }
         let meta = self.meta(id);
         if let Some(base) = meta.layer {
-            return Ok((Layer::at(base), vec![meta.lower.unwrap_or_default()]));
+            let layer = Layer::at(base);
+            let lowers = layer.lowers(&meta.lower.unwrap_or_default());
+            return Ok((layer, lowers));
         }
         let c = self.load(id)?;
         let rootfs = self.state_of(&c).rootfs;
@@ -1037,7 +1268,8 @@ impl super::Runtime {
                 upper.display()
             )));
         }
-        let lower = lowers.into_iter().next().unwrap_or_default();
+        // The rootfs: the bottom lower layer.
+        let lower = lowers.into_iter().last().unwrap_or_default();
         Ok((layer, lower))
     }
 
@@ -1128,9 +1360,10 @@ impl super::Runtime {
 
     /// Restores container `id` to checkpoint `name`: stops its processes,
     /// rebuilds its upper layer as the checkpoint's, and creates and starts
-    /// its process again from its bundle's config, with the same policy and
-    /// a fresh supervisor, standard streams on /dev/null. The audit trail
-    /// goes on, with both events.
+    /// its process again from its bundle's config, with the policy fixed at
+    /// its create (its `policy.toml`, not the policy file again) and a fresh
+    /// supervisor, standard streams on /dev/null. The audit trail goes on,
+    /// with both events.
     pub fn restore(&self, id: &str, name: &str) -> Result<()> {
         let (layer, lower) = self.own_layer_of(id, "restore")?;
         let _guard = layer.lock(id)?;
@@ -1144,6 +1377,10 @@ impl super::Runtime {
                  anyone"
             )));
         }
+        // The policy fixed at create stays the container's.
+        let fixed_policy = std::fs::read_to_string(self.cordon_dir(id).join(super::create::POLICY_FILE))
+            .ok()
+            .map(|text| (meta.policy.clone(), text));
         self.audit_event(id, &format!("restore {name}: stopping the container"));
         let trail = layer.base.join("audit.jsonl");
         let _ = std::fs::rename(super::audit_path(&self.root, id), &trail);
@@ -1157,6 +1394,7 @@ impl super::Runtime {
                 stdio: Some(null_stdio()?),
                 overlay: true,
                 reuse_layer: Some(layer.base.clone()),
+                fixed_policy,
                 ..Default::default()
             })
             .map_err(|e| {
@@ -1265,7 +1503,40 @@ mod tests {
             rdev: 0,
             target: None,
             opaque: false,
+            xattrs: BTreeMap::new(),
+            ino: 0,
+            nlink: 0,
         }
+    }
+
+    #[test]
+    fn keys_keep_any_name() {
+        use std::os::unix::ffi::OsStrExt;
+        for name in [
+            &b"plain/a b"[..],
+            b"odd\xffname",
+            b"back\\x41slash",
+            b"\\",
+            b"a\\xzz",
+            b"\xc3\xa9t\xc3\xa9",
+        ] {
+            let rel = Path::new(std::ffi::OsStr::from_bytes(name));
+            let key = key_of(rel);
+            assert_eq!(rel_of(&key), rel, "{key}");
+        }
+        assert_eq!(
+            key_of(Path::new(std::ffi::OsStr::from_bytes(b"d/odd\xffx"))),
+            "d/odd\\xffx"
+        );
+        assert_eq!(key_of(Path::new("back\\slash")), "back\\\\slash");
+        assert_eq!(key_of(Path::new("été")), "été");
+    }
+
+    #[test]
+    fn xattr_values_round_trip_through_hex() {
+        assert_eq!(hex(b"\x00\xffa"), "00ff61");
+        assert_eq!(unhex("00ff61").unwrap(), b"\x00\xffa");
+        assert!(unhex("0").is_none() && unhex("zz").is_none());
     }
 
     #[test]
