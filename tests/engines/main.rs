@@ -898,6 +898,67 @@ fn ctr_detached_task_exec_kill_delete() {
     detached_task_lifecycle(&c, &id, c.runc_flags(), &c.cordon_root());
 }
 
+/// containerd's overlayfs snapshotter mounts the rootfs; cordon recognises
+/// it: `checkpoint` and `diff` work with containerd's container id and the
+/// runc shim's root, `restore` and `fork` are refused in one line, and the
+/// task's deletion removes cordon's checkpoints of it (docs/CHECKPOINT.md).
+#[test]
+fn ctr_overlay_rootfs_gets_checkpoints_and_diffs() {
+    let _g = serial();
+    let c = Containerd::start();
+    c.import_busybox();
+    let id = unique("ctr-snap");
+    let root = c.cordon_root();
+    let mut args: Vec<String> = vec!["run".into(), "-d".into()];
+    args.extend(c.runc_flags());
+    args.extend([IMAGE.to_string(), id.clone(), "sleep".into(), "1000".into()]);
+    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
+    wait_task_status(&c, &id, "RUNNING");
+    let fifo = c.fifo_dir.to_string_lossy().into_owned();
+    let sh = |exec_id: &str, script: &str| {
+        let ex = c.ctr(&["task", "exec", "--fifo-dir", &fifo, "--exec-id", exec_id, &id, "sh", "-c", script]);
+        assert!(ex.success(), "ctr task exec {script:?} failed\n{ex}\n{}", c.diagnostics());
+    };
+    let cordon = |args: &[&str]| {
+        let r = c.cordon_in(&root, args);
+        assert!(r.success(), "cordon {args:?} failed\n{r}\n{}", c.diagnostics());
+        r.stdout
+    };
+
+    sh("w1", "echo new > /new; rm /etc/group; mkdir /made");
+    let diff = cordon(&["diff", &id]);
+    for line in ["D /etc/group\n", "A /made\n", "A /new\n"] {
+        assert!(diff.contains(line), "no {line:?} in the diff since the start:\n{diff}");
+    }
+    assert_eq!(cordon(&["checkpoint", &id]).trim(), "cp1");
+    let layer = PathBuf::from("/var/lib/cordon/containers").join(&id);
+    assert!(layer.join("checkpoints/cp1/layer/new").is_file(), "no checkpoint in {}", layer.display());
+    sh("w2", "echo more >> /new; echo other > /made/other");
+    assert_eq!(cordon(&["diff", &id, "cp1"]), "C /made\nA /made/other\nC /new\n");
+    let list: Value = serde_json::from_str(&cordon(&["checkpoints", &id, "--format", "json"])).unwrap();
+    assert_eq!(list[0]["name"], "cp1", "{list}");
+
+    for refused in [vec!["restore", &id, "cp1"], vec!["fork", &id, "cp1", "ctr-snap-fork"]] {
+        let r = c.cordon_in(&root, &refused);
+        assert!(!r.success(), "{refused:?} succeeded on an engine's overlay");
+        assert!(
+            r.stderr.trim().lines().count() == 1 && r.stderr.contains("an overlay an engine mounted"),
+            "{refused:?}: expected one line naming the engine's overlay\n{r}"
+        );
+    }
+
+    let k = c.ctr(&["task", "kill", "-s", "SIGKILL", &id]);
+    assert!(k.success(), "ctr task kill failed\n{k}\n{}", c.diagnostics());
+    wait_task_status(&c, &id, "STOPPED");
+    let rm = c.ctr(&["task", "rm", &id]);
+    assert!(rm.success(), "ctr task rm failed\n{rm}\n{}", c.diagnostics());
+    let crm = c.ctr(&["container", "rm", &id]);
+    assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
+    c.assert_gone(&id);
+    assert!(!layer.exists(), "{} left behind by the task's deletion", layer.display());
+}
+
 // ---------------------------------------------------------------------------
 // cordon's own shim: ctr run --runtime io.containerd.cordon.v2
 // ---------------------------------------------------------------------------

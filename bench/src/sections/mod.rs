@@ -3,5 +3,6 @@
 pub mod density;
 pub mod lifecycle;
 pub mod scale;
+pub mod snapshots;
 pub mod syscalls;
 pub mod workloads;

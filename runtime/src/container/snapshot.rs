@@ -797,6 +797,18 @@ impl Layer {
         let tmp = self.checkpoints().join(format!(".tmp-{name}"));
         let layer = tmp.join("layer");
         std::fs::create_dir_all(&layer).map_err(io_at("create", &layer))?;
+        // A first pass while the container runs copies most of the change;
+        // the frozen pass then copies what changed since. A first pass
+        // that fails (a file removed under it) leaves it all to the
+        // frozen one.
+        let pre = match self.capture(&head, &layer, None) {
+            Ok((m, _, _)) => Some(m),
+            Err(_) => {
+                let _ = std::fs::remove_dir_all(&layer);
+                std::fs::create_dir_all(&layer).map_err(io_at("create", &layer))?;
+                None
+            }
+        };
         let froze = std::time::Instant::now();
         let was_frozen = match freeze() {
             Ok(f) => f,
@@ -805,7 +817,7 @@ impl Layer {
                 return Err(e);
             }
         };
-        let captured = self.capture(&head, &layer);
+        let captured = self.capture(&head, &layer, pre.as_ref());
         thaw();
         let frozen_ms = if was_frozen {
             froze.elapsed().as_millis() as u64
@@ -840,11 +852,55 @@ impl Layer {
     }
 
     /// Copies the changes of the upper layer since `head` into `layer`;
-    /// returns the upper layer's manifest, the bytes and the entries copied.
-    fn capture(&self, head: &Head, layer: &Path) -> Result<(Manifest, u64, u64)> {
+    /// returns the upper layer's manifest, the bytes of file content the
+    /// layer holds and its entries.
+    ///
+    /// With `pre`, `layer` already holds the changes as a first pass saw
+    /// them while the container ran (`pre` is the upper layer's manifest
+    /// then): only what differs from it is copied again (an entry whose
+    /// stat, ctime included, and xattrs are the same holds the same
+    /// content: every write changes ctime, and since Linux 6.13 a ctime
+    /// that was read is followed by a fine-grained one), and what is no
+    /// longer a change is removed. That second pass is what runs frozen.
+    fn capture(&self, head: &Head, layer: &Path, pre: Option<&Manifest>) -> Result<(Manifest, u64, u64)> {
         let upper = self.upper();
         let now = scan(&upper)?;
         let (keep, gone) = changes(&head.manifest, &now);
+        // What the first pass left in the layer that still stands.
+        let mut held = BTreeSet::new();
+        if let Some(pre) = pre {
+            let (pre_keep, pre_gone) = changes(&head.manifest, pre);
+            let mut stale = Vec::new();
+            for p in &pre_keep {
+                let (was, is) = (&pre[p], now.get(p));
+                let stands = keep.contains(p)
+                    && is.is_some_and(|is| if was.kind == "dir" { is.kind == "dir" } else { is == was });
+                if stands {
+                    held.insert(p.clone());
+                } else {
+                    stale.push(p.clone());
+                }
+            }
+            for p in &pre_gone {
+                if gone.contains(p) {
+                    held.insert(p.clone());
+                } else {
+                    stale.push(p.clone());
+                }
+            }
+            // Children before their parents; a removed directory takes
+            // its children with it.
+            stale.sort();
+            for p in stale.iter().rev() {
+                let dst = at(layer, p);
+                match std::fs::symlink_metadata(&dst) {
+                    Ok(m) if m.is_dir() => std::fs::remove_dir_all(&dst).map_err(io_at("remove", &dst))?,
+                    Ok(_) => std::fs::remove_file(&dst).map_err(io_at("remove", &dst))?,
+                    Err(_) => {}
+                }
+                held.retain(|h| !(h.starts_with(p.as_str()) && h.as_bytes().get(p.len()) == Some(&b'/')));
+            }
+        }
         let (mut size, mut files) = (0, 0);
         // The names of one file in this layer are one file here too.
         let mut linked: BTreeMap<u64, PathBuf> = BTreeMap::new();
@@ -853,17 +909,27 @@ impl Layer {
             let e = &now[p];
             let dst = at(layer, p);
             files += 1;
-            if e.kind == "file" && e.nlink > 1 && e.ino != 0 {
+            let first_name = e.kind == "file" && e.nlink > 1 && e.ino != 0;
+            if first_name {
                 if let Some(first) = linked.get(&e.ino) {
-                    std::fs::hard_link(first, &dst).map_err(io_at("link to", &dst))?;
+                    if !held.contains(p) {
+                        std::fs::hard_link(first, &dst).map_err(io_at("link to", &dst))?;
+                    }
                     continue;
                 }
                 linked.insert(e.ino, dst.clone());
             }
-            size += copy_entry(&at(&upper, p), &dst, e, Files::Copy)?;
+            if e.kind == "file" {
+                size += e.size;
+            }
+            if !held.contains(p) {
+                copy_entry(&at(&upper, p), &dst, e, Files::Copy)?;
+            }
         }
         for p in &gone {
-            mknod(&at(layer, p), libc::S_IFCHR, 0)?;
+            if !held.contains(p) {
+                mknod(&at(layer, p), libc::S_IFCHR, 0)?;
+            }
             files += 1;
         }
         // Directory times last: creating their children changed them.
@@ -1412,10 +1478,11 @@ impl super::Runtime {
     }
 
     /// Creates and starts container `new_id` whose files start as
-    /// checkpoint `name` of container `id`: its own writable layer (a copy
-    /// of the checkpoint's upper layer) over the same lower layer, its own
+    /// checkpoint `name` of container `id`, copy-on-write: the checkpoint's
+    /// files hard-linked into a read-only `lower/` over the rootfs (see
+    /// [`Layer::fork_into`]), an empty writable layer of its own, its own
     /// supervisor, the config of `bundle` (default: `id`'s bundle), whose
-    /// rootfs must be `id`'s lower layer. Standard streams on /dev/null.
+    /// rootfs must be `id`'s. Standard streams on /dev/null.
     /// Nothing of `new_id` is left on error.
     pub fn fork(&self, id: &str, name: &str, new_id: &str, bundle: Option<&Path>) -> Result<()> {
         super::validate::id(new_id)?;
@@ -1507,6 +1574,64 @@ mod tests {
             ino: 0,
             nlink: 0,
         }
+    }
+
+    /// A layer as [`scan`] sees it, without inode numbers and ctimes (a
+    /// copy has its own) and whiteouts' times.
+    fn layer_view(dir: &Path) -> Vec<(String, String, u32, u64, i64, Option<String>, bool, Vec<u8>)> {
+        scan(dir)
+            .unwrap()
+            .into_iter()
+            .map(|(k, e)| {
+                let content = if e.kind == "file" { std::fs::read(at(dir, &k)).unwrap() } else { Vec::new() };
+                // A whiteout's time is when it was made.
+                let mtime = if e.kind == "whiteout" { 0 } else { e.mtime_ns };
+                (k, e.kind, e.mode, e.size, mtime, e.target, e.opaque, content)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_second_pass_over_a_first_one_equals_one_pass() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: whiteouts need CAP_MKNOD");
+            return;
+        }
+        let tmp = std::env::temp_dir().join(format!("cordon-capture-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let layer = Layer::at(tmp.join("base"));
+        let up = layer.upper();
+        std::fs::create_dir_all(up.join("d/sub")).unwrap();
+        std::fs::write(up.join("d/sub/a"), "a").unwrap();
+        std::fs::write(up.join("same"), "same").unwrap();
+        std::fs::write(up.join("changes"), "one").unwrap();
+        std::fs::write(up.join("goes"), "goes").unwrap();
+        std::fs::write(up.join("link1"), "linked").unwrap();
+        let head = Head {
+            parent: None,
+            manifest: [("gone-before".to_string(), e("file", 1))].into(),
+        };
+        let first = tmp.join("first");
+        std::fs::create_dir_all(&first).unwrap();
+        let (pre, _, _) = layer.capture(&head, &first, None).unwrap();
+        // What changes between the passes: content, a removal, a directory
+        // turned into a file, a new name of a file, a new file.
+        std::fs::write(up.join("changes"), "two, longer").unwrap();
+        std::fs::remove_file(up.join("goes")).unwrap();
+        std::fs::remove_dir_all(up.join("d")).unwrap();
+        std::fs::write(up.join("d"), "now a file").unwrap();
+        std::fs::hard_link(up.join("link1"), up.join("link2")).unwrap();
+        std::fs::write(up.join("new"), "new").unwrap();
+        let (now, size, files) = layer.capture(&head, &first, Some(&pre)).unwrap();
+        let once = tmp.join("once");
+        std::fs::create_dir_all(&once).unwrap();
+        let (now2, size2, files2) = layer.capture(&head, &once, None).unwrap();
+        assert_eq!(now, now2);
+        assert_eq!((size, files), (size2, files2));
+        assert_eq!(layer_view(&first), layer_view(&once));
+        let m = |p: &str| std::fs::metadata(first.join(p)).unwrap();
+        assert_eq!(m("link1").ino(), m("link2").ino(), "the two names are one file in the layer");
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 
     #[test]
