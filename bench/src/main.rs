@@ -39,7 +39,11 @@ const SECTIONS: &[(&str, &str, SectionFn)] = &[
     ("workloads", "3. Workloads", sections::workloads::run),
     ("density", "4. Density: idle containers", sections::density::run),
     ("scale", "5. Scale: concurrent starts", sections::scale::run),
-    ("snapshots", "6. Snapshots: checkpoint, restore, fork", sections::snapshots::run),
+    (
+        "snapshots",
+        "6. Snapshots: checkpoint, restore, fork",
+        sections::snapshots::run,
+    ),
 ];
 
 struct Args {

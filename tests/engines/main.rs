@@ -917,8 +917,23 @@ fn ctr_overlay_rootfs_gets_checkpoints_and_diffs() {
     wait_task_status(&c, &id, "RUNNING");
     let fifo = c.fifo_dir.to_string_lossy().into_owned();
     let sh = |exec_id: &str, script: &str| {
-        let ex = c.ctr(&["task", "exec", "--fifo-dir", &fifo, "--exec-id", exec_id, &id, "sh", "-c", script]);
-        assert!(ex.success(), "ctr task exec {script:?} failed\n{ex}\n{}", c.diagnostics());
+        let ex = c.ctr(&[
+            "task",
+            "exec",
+            "--fifo-dir",
+            &fifo,
+            "--exec-id",
+            exec_id,
+            &id,
+            "sh",
+            "-c",
+            script,
+        ]);
+        assert!(
+            ex.success(),
+            "ctr task exec {script:?} failed\n{ex}\n{}",
+            c.diagnostics()
+        );
     };
     let cordon = |args: &[&str]| {
         let r = c.cordon_in(&root, args);
@@ -933,7 +948,11 @@ fn ctr_overlay_rootfs_gets_checkpoints_and_diffs() {
     }
     assert_eq!(cordon(&["checkpoint", &id]).trim(), "cp1");
     let layer = PathBuf::from("/var/lib/cordon/containers").join(&id);
-    assert!(layer.join("checkpoints/cp1/layer/new").is_file(), "no checkpoint in {}", layer.display());
+    assert!(
+        layer.join("checkpoints/cp1/layer/new").is_file(),
+        "no checkpoint in {}",
+        layer.display()
+    );
     sh("w2", "echo more >> /new; echo other > /made/other");
     assert_eq!(cordon(&["diff", &id, "cp1"]), "C /made\nA /made/other\nC /new\n");
     let list: Value = serde_json::from_str(&cordon(&["checkpoints", &id, "--format", "json"])).unwrap();
@@ -956,7 +975,11 @@ fn ctr_overlay_rootfs_gets_checkpoints_and_diffs() {
     let crm = c.ctr(&["container", "rm", &id]);
     assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
     c.assert_gone(&id);
-    assert!(!layer.exists(), "{} left behind by the task's deletion", layer.display());
+    assert!(
+        !layer.exists(),
+        "{} left behind by the task's deletion",
+        layer.display()
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -16,9 +16,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::env::{Env, Image, Runtime};
+use crate::proc;
 use crate::report::{num, table, SectionOut, Target};
 use crate::stats::{self, Summary};
-use crate::proc;
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -97,14 +97,16 @@ fn round(env: &Env, cordon: &Cordon<'_>, t: &mut Times) -> anyhow::Result<()> {
         let cp = cordon.run(&["checkpoint", &id, "--name", "files"])?;
         t.checkpoint_ms.push(ms(&cp));
         t.pause_ms.push(cordon.last_pause(&id)?);
-        t.unchanged_ms.push(ms(&cordon.run(&["checkpoint", &id, "--name", "again"])?));
+        t.unchanged_ms
+            .push(ms(&cordon.run(&["checkpoint", &id, "--name", "again"])?));
         cordon.sh(&id, "rm -rf /bench")?;
         t.restore_ms.push(ms(&cordon.run(&["restore", &id, "files"])?));
         let fork = env.id(cordon.rt, "fork");
         t.fork_ms.push(ms(&cordon.run(&["fork", &id, "files", &fork])?));
         let _ = cordon.run(&["delete", "--force", &fork]);
         let plain = env.id(cordon.rt, "plain");
-        t.run_ms.push(ms(&cordon.run(&["run", "-d", "--overlay", "-b", &b, &plain])?));
+        t.run_ms
+            .push(ms(&cordon.run(&["run", "-d", "--overlay", "-b", &b, &plain])?));
         let _ = cordon.run(&["delete", "--force", &plain]);
         Ok(())
     })();
@@ -182,7 +184,14 @@ pub fn run(env: &Env, _out: &Path) -> anyhow::Result<SectionOut> {
         med(&t.run_ms),
     );
     let detail = |what: &str| format!("{what}, median of {rounds} rounds, 1,000 files of 100 KiB changed");
-    so.targets.push(Target::at_most("checkpoint: pause", "≤ 100 ms", pause, 100.0, "ms", detail("frozen time (`frozen_ms`)")));
+    so.targets.push(Target::at_most(
+        "checkpoint: pause",
+        "≤ 100 ms",
+        pause,
+        100.0,
+        "ms",
+        detail("frozen time (`frozen_ms`)"),
+    ));
     so.targets.push(Target::at_most(
         "checkpoint: total",
         "≤ 300 ms",
@@ -199,7 +208,14 @@ pub fn run(env: &Env, _out: &Path) -> anyhow::Result<SectionOut> {
         "ms",
         format!("wall time of `cordon checkpoint` with nothing changed, median of {rounds} rounds"),
     ));
-    so.targets.push(Target::at_most("restore", "≤ 1 s", restore.map(|v| v / 1e3), 1.0, "s", detail("wall time of `cordon restore`")));
+    so.targets.push(Target::at_most(
+        "restore",
+        "≤ 1 s",
+        restore.map(|v| v / 1e3),
+        1.0,
+        "s",
+        detail("wall time of `cordon restore`"),
+    ));
     so.targets.push(Target::at_most(
         "fork vs run",
         "≤ 2× `cordon run`",
@@ -228,13 +244,20 @@ pub fn run(env: &Env, _out: &Path) -> anyhow::Result<SectionOut> {
     };
     let rows = vec![
         row("checkpoint of 1,000 changed files: pause (frozen)", &t.pause_ms, None),
-        row("checkpoint of 1,000 changed files: total", &t.checkpoint_ms, Some(&t.sandlock_checkpoint_ms)),
+        row(
+            "checkpoint of 1,000 changed files: total",
+            &t.checkpoint_ms,
+            Some(&t.sandlock_checkpoint_ms),
+        ),
         row("checkpoint, nothing changed", &t.unchanged_ms, None),
         row("restore", &t.restore_ms, Some(&t.sandlock_restore_ms)),
         row("fork (until the fork runs)", &t.fork_ms, None),
         row("run -d --overlay (same bundle)", &t.run_ms, None),
     ];
-    let mut md = table(&["operation (ms)", "cordon median", "min", "max", "sandlock-oci median"], &rows);
+    let mut md = table(
+        &["operation (ms)", "cordon median", "min", "max", "sandlock-oci median"],
+        &rows,
+    );
     md.push_str(&format!(
         "\n{rounds} rounds. cordon checkpoints files (incremental, copy-on-write where the file system can) and \
          restarts the process on restore; sandlock-oci's `checkpoint`/`restore` save and restore an idle sandbox's \

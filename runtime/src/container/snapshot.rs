@@ -1578,12 +1578,19 @@ mod tests {
 
     /// A layer as [`scan`] sees it, without inode numbers and ctimes (a
     /// copy has its own) and whiteouts' times.
-    fn layer_view(dir: &Path) -> Vec<(String, String, u32, u64, i64, Option<String>, bool, Vec<u8>)> {
+    /// Path, kind, mode, size, mtime, link target, opaque, content.
+    type View = (String, String, u32, u64, i64, Option<String>, bool, Vec<u8>);
+
+    fn layer_view(dir: &Path) -> Vec<View> {
         scan(dir)
             .unwrap()
             .into_iter()
             .map(|(k, e)| {
-                let content = if e.kind == "file" { std::fs::read(at(dir, &k)).unwrap() } else { Vec::new() };
+                let content = if e.kind == "file" {
+                    std::fs::read(at(dir, &k)).unwrap()
+                } else {
+                    Vec::new()
+                };
                 // A whiteout's time is when it was made.
                 let mtime = if e.kind == "whiteout" { 0 } else { e.mtime_ns };
                 (k, e.kind, e.mode, e.size, mtime, e.target, e.opaque, content)
@@ -1630,7 +1637,11 @@ mod tests {
         assert_eq!((size, files), (size2, files2));
         assert_eq!(layer_view(&first), layer_view(&once));
         let m = |p: &str| std::fs::metadata(first.join(p)).unwrap();
-        assert_eq!(m("link1").ino(), m("link2").ino(), "the two names are one file in the layer");
+        assert_eq!(
+            m("link1").ino(),
+            m("link2").ino(),
+            "the two names are one file in the layer"
+        );
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 
