@@ -425,6 +425,16 @@ fn xattrs_of(path: &Path) -> std::io::Result<BTreeMap<String, String>> {
 
 impl Entry {
     fn of(path: &Path) -> std::io::Result<Self> {
+        Self::of_since(path, None)
+    }
+
+    /// [`Entry::of`], taking the link target and xattrs from `prev` (the
+    /// entry at that path in an earlier walk) when the stat, ctime
+    /// included, is the same and it is not a directory: changing either
+    /// changes ctime. (A directory's ctime also moves with overlayfs' own
+    /// xattrs, which is why checkpoints do not compare it; its xattrs are
+    /// always read.)
+    fn of_since(path: &Path, prev: Option<&Entry>) -> std::io::Result<Self> {
         let m = std::fs::symlink_metadata(path)?;
         let ft = m.file_type();
         let kind = if ft.is_dir() {
@@ -438,12 +448,7 @@ impl Entry {
         } else {
             "special"
         };
-        let target = if ft.is_symlink() {
-            Some(std::fs::read_link(path)?.to_string_lossy().into_owned())
-        } else {
-            None
-        };
-        Ok(Self {
+        let mut e = Self {
             kind: kind.into(),
             mode: m.mode(),
             uid: m.uid(),
@@ -452,12 +457,32 @@ impl Entry {
             mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
             ctime_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
             rdev: m.rdev(),
-            target,
+            target: None,
             opaque: ft.is_dir() && get_xattr(path, OPAQUE_XATTR).as_deref() == Some(b"y"),
-            xattrs: xattrs_of(path)?,
+            xattrs: BTreeMap::new(),
             ino: if ft.is_file() { m.ino() } else { 0 },
             nlink: if ft.is_file() { m.nlink() } else { 0 },
-        })
+        };
+        let same_stat = |p: &Entry| {
+            (
+                &p.kind, p.mode, p.uid, p.gid, p.size, p.mtime_ns, p.ctime_ns, p.rdev, p.ino, p.nlink,
+            ) == (
+                &e.kind, e.mode, e.uid, e.gid, e.size, e.mtime_ns, e.ctime_ns, e.rdev, e.ino, e.nlink,
+            )
+        };
+        match prev {
+            Some(p) if !ft.is_dir() && same_stat(p) => {
+                e.target = p.target.clone();
+                e.xattrs = p.xattrs.clone();
+            }
+            _ => {
+                if ft.is_symlink() {
+                    e.target = Some(std::fs::read_link(path)?.to_string_lossy().into_owned());
+                }
+                e.xattrs = xattrs_of(path)?;
+            }
+        }
+        Ok(e)
     }
 
     /// What a user sees of the entry (for `diff`): everything but ctime.
@@ -510,6 +535,12 @@ pub struct Info {
 /// Walks the upper layer `root`; errors name the path. Keys are
 /// [`key_of`] the relative paths.
 pub fn scan(root: &Path) -> Result<Manifest> {
+    scan_since(root, None)
+}
+
+/// [`scan`], reusing what `prev` (an earlier walk of `root`) read of
+/// entries whose stat is unchanged ([`Entry::of_since`]).
+fn scan_since(root: &Path, prev: Option<&Manifest>) -> Result<Manifest> {
     let mut out = Manifest::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -519,8 +550,8 @@ pub fn scan(root: &Path) -> Result<Manifest> {
             let e = e.map_err(io_at("read", &dir))?;
             let rel = rel.join(e.file_name());
             let p = root.join(&rel);
-            let entry = Entry::of(&p).map_err(io_at("stat", &p))?;
             let key = key_of(&rel);
+            let entry = Entry::of_since(&p, prev.and_then(|m| m.get(&key))).map_err(io_at("stat", &p))?;
             if entry.kind == "dir" {
                 stack.push(rel);
             }
@@ -864,7 +895,7 @@ impl Layer {
     /// longer a change is removed. That second pass is what runs frozen.
     fn capture(&self, head: &Head, layer: &Path, pre: Option<&Manifest>) -> Result<(Manifest, u64, u64)> {
         let upper = self.upper();
-        let now = scan(&upper)?;
+        let now = scan_since(&upper, Some(pre.unwrap_or(&head.manifest)))?;
         let (keep, gone) = changes(&head.manifest, &now);
         // What the first pass left in the layer that still stands.
         let mut held = BTreeSet::new();
