@@ -898,6 +898,16 @@ fn ctr_detached_task_exec_kill_delete() {
     detached_task_lifecycle(&c, &id, c.runc_flags(), &c.cordon_root());
 }
 
+/// `ctr run -d RUN_FLAGS IMAGE id sleep 1000`, waiting until the task runs.
+fn run_sleeping(c: &Containerd, id: &str, run_flags: Vec<String>) {
+    let mut args: Vec<String> = vec!["run".into(), "-d".into()];
+    args.extend(run_flags);
+    args.extend([IMAGE.to_string(), id.to_string(), "sleep".into(), "1000".into()]);
+    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
+    wait_task_status(c, id, "RUNNING");
+}
+
 /// containerd's overlayfs snapshotter mounts the rootfs; cordon recognises
 /// it: `checkpoint` and `diff` work with containerd's container id and the
 /// runc shim's root, `restore` and `fork` are refused in one line, and the
@@ -909,12 +919,7 @@ fn ctr_overlay_rootfs_gets_checkpoints_and_diffs() {
     c.import_busybox();
     let id = unique("ctr-snap");
     let root = c.cordon_root();
-    let mut args: Vec<String> = vec!["run".into(), "-d".into()];
-    args.extend(c.runc_flags());
-    args.extend([IMAGE.to_string(), id.clone(), "sleep".into(), "1000".into()]);
-    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
-    wait_task_status(&c, &id, "RUNNING");
+    run_sleeping(&c, &id, c.runc_flags());
     let fifo = c.fifo_dir.to_string_lossy().into_owned();
     let sh = |exec_id: &str, script: &str| {
         let ex = c.ctr(&[
@@ -1098,12 +1103,7 @@ fn shim_ctr_run_tty() {
 /// `ctr task exec` (output and exit code), ps, pause/resume, metrics, the
 /// exec in cordon's audit trail, kill, delete (137), nothing left behind.
 fn detached_task_lifecycle(c: &Containerd, id: &str, run_flags: Vec<String>, root: &Path) {
-    let mut args: Vec<String> = vec!["run".into(), "-d".into()];
-    args.extend(run_flags);
-    args.extend([IMAGE.to_string(), id.to_string(), "sleep".into(), "1000".into()]);
-    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(r.success(), "ctr run -d failed\n{r}\n{}", c.diagnostics());
-    wait_task_status(c, id, "RUNNING");
+    run_sleeping(c, id, run_flags);
 
     // containerd's task is a cordon container in the shim's root, same pid.
     let st = c.cordon_in(root, &["state", id]);
