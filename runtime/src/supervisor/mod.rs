@@ -17,6 +17,7 @@ pub mod dns;
 pub mod handshake;
 mod lifetime;
 mod notify;
+mod platform;
 mod ptrace;
 pub mod syscalls;
 pub mod task;
