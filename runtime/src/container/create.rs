@@ -115,9 +115,7 @@ impl Runtime {
         // there is no one to ask for a scope, and the cgroupsPath
         // `slice:prefix:name` would become a directory of that name.
         if self.systemd_cgroup && !Path::new("/run/systemd/system").is_dir() {
-            return Err(Error::Other(
-                "--systemd-cgroup: systemd not running on this host, cannot use systemd cgroups manager".into(),
-            ));
+            return Err(Error::NoSystemd);
         }
         if self.root.join(&opts.id).exists() {
             return Err(Error::Exists(opts.id.clone()));
@@ -139,8 +137,7 @@ impl Runtime {
         })?;
         // The policy as it is now, for the supervisor and every later
         // `exec`: a policy file changed after create changes nothing.
-        let fixed =
-            toml::to_string_pretty(&full.source).map_err(|e| Error::Other(format!("render the policy: {e}")))?;
+        let fixed = toml::to_string_pretty(&full.source).map_err(Error::RenderPolicy)?;
         // Trace mode sees every open: path rules stay in the supervisor.
         let trace = self.config.trace;
         let enforcement = if trace {
@@ -280,7 +277,7 @@ impl Runtime {
         let dir = self.cordon_dir(&opts.id);
         if let Some(profile) = spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()) {
             // `exec` installs the same profile in every process it starts.
-            let json = serde_json::to_vec(profile).map_err(|e| Error::Other(e.to_string()))?;
+            let json = serde_json::to_vec(profile)?;
             std::fs::write(dir.join(BUNDLE_PROFILE), json).map_err(io(format!("write {BUNDLE_PROFILE}")))?;
         }
         // Host rules: the container's lookups go to the supervisor's
@@ -503,8 +500,7 @@ impl Runtime {
         }
         let shadow = self.cordon_dir(id).join("bundle");
         std::fs::create_dir_all(&shadow).map_err(io("create shadow bundle"))?;
-        spec.save(shadow.join("config.json"))
-            .map_err(|e| Error::Other(format!("write shadow config.json: {}", super::chain(&e))))?;
+        spec.save(shadow.join("config.json")).map_err(Error::WriteShadow)?;
         Ok(shadow)
     }
 
@@ -613,18 +609,23 @@ impl Runtime {
             Err(e) => return Err(io(format!("read {}", path.display()))(e)),
         };
         let profile: oci_spec::runtime::LinuxSeccomp =
-            serde_json::from_slice(&text).map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+            serde_json::from_slice(&text).map_err(|source| Error::Parse {
+                path: path.clone(),
+                source,
+            })?;
         compile_bundle_profile(&path, Some(&profile))
     }
 
     /// A process.json for `exec --tty ARGS`: the container's process with
     /// these args, env, cwd and user, and `terminal: true`.
     fn tty_process(&self, c: &Container, opts: &ExecOptions) -> Result<PathBuf> {
-        let spec = Spec::load(c.bundle().join("config.json"))
-            .map_err(|e| Error::Other(format!("read the config of {:?}: {e}", opts.id)))?;
+        let spec = Spec::load(c.bundle().join("config.json")).map_err(|cause| Error::Spec {
+            what: format!("read the config of {:?}", opts.id),
+            cause,
+        })?;
         let mut p = spec.process().clone().unwrap_or_default();
         if opts.args.is_empty() {
-            return Err(Error::Other("exec: no command given".into()));
+            return Err(Error::NoCommand);
         }
         p.set_args(Some(opts.args.clone()));
         p.set_terminal(Some(true));
@@ -651,7 +652,7 @@ impl Runtime {
         let path = self
             .cordon_dir(&opts.id)
             .join(format!("exec-{}.json", std::process::id()));
-        let json = serde_json::to_vec(&p).map_err(|e| Error::Other(e.to_string()))?;
+        let json = serde_json::to_vec(&p)?;
         std::fs::write(&path, json).map_err(io("write exec process.json"))?;
         Ok(path)
     }
@@ -681,7 +682,11 @@ fn set_up_error(what: &str, e: libcontainer::error::LibcontainerError, logged: &
         Some(detail) => {
             let chain = super::chain(&e);
             let step = chain.rsplit(" : ").next().unwrap_or(&chain).to_string();
-            Error::Other(format!("{what}: {step}: {detail}"))
+            Error::SetUp {
+                what: what.to_string(),
+                step,
+                detail,
+            }
         }
         None => lib(what)(e),
     }
@@ -697,13 +702,13 @@ fn compile_bundle_profile(
     profile: Option<&oci_spec::runtime::LinuxSeccomp>,
 ) -> Result<Option<Arc<BundleFilter>>> {
     let Some(profile) = profile else { return Ok(None) };
-    let f = bundle_seccomp::compile(profile).map_err(|e| {
-        let at = if at.is_dir() {
+    let f = bundle_seccomp::compile(profile).map_err(|source| Error::BundleProfile {
+        at: if at.is_dir() {
             at.join("config.json")
         } else {
             at.to_path_buf()
-        };
-        Error::Other(format!("{}: {e}", at.display()))
+        },
+        source,
     })?;
     Ok(Some(Arc::new(f)))
 }
@@ -892,7 +897,7 @@ impl Starting {
             let _ = self.child.kill();
             let _ = self.child.wait();
             let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
-            let reason = log
+            let line = log
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty())
@@ -900,7 +905,7 @@ impl Starting {
                 .to_string();
             return Err(Error::Supervisor {
                 id: id.to_string(),
-                reason,
+                reason: super::SupervisorStart::Log(line),
             });
         }
         // The child is reaped by whoever inherits it (an engine's shim is a
@@ -935,7 +940,7 @@ fn spawn_supervisor(
     })?;
     let listener = crate::supervisor::bind(dir).map_err(|e| Error::Supervisor {
         id: id.to_string(),
-        reason: e.to_string(),
+        reason: e.into(),
     })?;
     let log_path = dir.join("supervisor.log");
     let log = std::fs::File::create(&log_path).map_err(io("create supervisor.log"))?;
@@ -943,26 +948,20 @@ fn spawn_supervisor(
         Some(p) => PathBuf::from(p),
         None => std::env::current_exe().map_err(io("find the cordon binary"))?,
     };
+    let args = crate::supervisor::SuperviseArgs {
+        container_id: id.to_string(),
+        dir: dir.to_path_buf(),
+        policy: policy.to_string(),
+        hostname: names.hostname.to_string(),
+        ready_fd: Some(3),
+        listen_fd: Some(4),
+        platform: platform.name().to_string(),
+        fallback: fallback.map(str::to_string),
+        enforcement: enforcement.to_string(),
+    };
     let mut cmd = Command::new(exe);
-    cmd.arg("supervise")
-        .arg("--dir")
-        .arg(dir)
-        .arg("--policy")
-        .arg(policy)
-        .arg("--hostname")
-        .arg(names.hostname)
-        .arg("--ready-fd")
-        .arg("3")
-        .arg("--listen-fd")
-        .arg("4")
-        .arg("--platform")
-        .arg(platform.name());
-    if let Some(why) = fallback {
-        cmd.arg("--fallback").arg(why);
-    }
-    cmd.arg("--enforcement").arg(enforcement);
-    cmd.arg("--")
-        .arg(id)
+    cmd.arg(crate::supervisor::SuperviseArgs::COMMAND)
+        .args(args.to_args())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)

@@ -97,7 +97,7 @@ pub const DEFAULT_DATA_DIR: &str = "/var/lib/cordon";
 const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
 
 fn other(msg: impl Into<String>) -> Error {
-    Error::Other(msg.into())
+    Error::Snapshot(msg.into())
 }
 
 fn io_at(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
