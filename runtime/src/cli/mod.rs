@@ -112,7 +112,7 @@ pub enum Cmd {
     Uninstall(install::UninstallArgs),
     /// (internal) Run a container's supervisor
     #[command(hide = true)]
-    Supervise(SuperviseArgs),
+    Supervise(cordon::supervisor::SuperviseArgs),
     /// (build) Write the man pages and shell completions under DIR
     #[command(hide = true)]
     GenerateDocs {
@@ -223,37 +223,6 @@ pub struct SyscallsArgs {
     pub format: String,
 }
 
-/// `supervise` arguments (set by `create`).
-#[derive(Args, Debug)]
-pub struct SuperviseArgs {
-    /// Container id
-    pub container_id: String,
-    /// cordon's directory of the container
-    #[arg(long)]
-    pub dir: PathBuf,
-    /// Policy name or file
-    #[arg(long)]
-    pub policy: String,
-    /// Hostname for the emulated uname
-    #[arg(long, default_value = "")]
-    pub hostname: String,
-    /// Readiness pipe fd
-    #[arg(long)]
-    pub ready_fd: Option<i32>,
-    /// Bound supervisor socket fd (the supervisor binds its own without)
-    #[arg(long)]
-    pub listen_fd: Option<i32>,
-    /// Platform: seccomp-notify or ptrace
-    #[arg(long, default_value = "seccomp-notify")]
-    pub platform: String,
-    /// Why cordon fell back to this platform (recorded in the audit trail)
-    #[arg(long)]
-    pub fallback: Option<String>,
-    /// Where the path rules are enforced, and why (recorded in the audit trail)
-    #[arg(long, default_value = "supervisor")]
-    pub enforcement: String,
-}
-
 /// What `--version` prints, as runc does: the version, the commit, the
 /// runtime spec, and the libraries that decide what cordon can do.
 fn version_text() -> String {
@@ -324,17 +293,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Uninstall(a) => install::uninstall(a),
         Cmd::GenerateDocs { dir } => docs::generate(&dir),
         Cmd::Supervise(a) => {
-            cordon::supervisor::run(cordon::supervisor::Options {
-                id: a.container_id,
-                dir: a.dir,
-                policy: a.policy,
-                hostname: a.hostname,
-                ready_fd: a.ready_fd,
-                listen_fd: a.listen_fd,
-                platform: cordon::config::Platform::parse(&a.platform, "--platform")?,
-                fallback: a.fallback,
-                enforcement: a.enforcement,
-            })?;
+            cordon::supervisor::run(a.into_options()?)?;
             Ok(0)
         }
     }

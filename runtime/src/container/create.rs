@@ -119,9 +119,7 @@ impl Runtime {
         // there is no one to ask for a scope, and the cgroupsPath
         // `slice:prefix:name` would become a directory of that name.
         if self.systemd_cgroup && !Path::new("/run/systemd/system").is_dir() {
-            return Err(Error::Other(
-                "--systemd-cgroup: systemd not running on this host, cannot use systemd cgroups manager".into(),
-            ));
+            return Err(Error::NoSystemd);
         }
         if self.root.join(&opts.id).exists() {
             return Err(Error::Exists(opts.id.clone()));
@@ -149,8 +147,7 @@ impl Runtime {
         };
         // The policy as it is now, for the supervisor and every later
         // `exec`: a policy file changed after create changes nothing.
-        let fixed =
-            toml::to_string_pretty(&full.source).map_err(|e| Error::Other(format!("render the policy: {e}")))?;
+        let fixed = toml::to_string_pretty(&full.source).map_err(Error::RenderPolicy)?;
         // Trace mode sees every open: path rules stay in the supervisor.
         let trace = self.config.trace;
         let enforcement = if trace {
@@ -186,27 +183,8 @@ impl Runtime {
             let _ = std::fs::rename(base.join("audit.jsonl"), super::audit_path(&self.root, &opts.id));
         }
         let layer = if overlay {
-            match self.prepare_layer(opts, &bundle, &spec) {
-                Ok(l) => {
-                    // Recorded at once: a create killed from here on leaves
-                    // a mount `delete --force` finds and removes.
-                    let meta = Meta {
-                        bundle: bundle.clone(),
-                        layer: Some(l.0.base.clone()),
-                        lower: Some(l.1.clone()),
-                        ..Default::default()
-                    };
-                    if let Err(e) = self.save_meta(&opts.id, &meta) {
-                        if opts.reuse_layer.is_some() {
-                            l.0.unmount();
-                        } else {
-                            l.0.remove(false);
-                        }
-                        let _ = std::fs::remove_dir_all(&dir);
-                        return Err(e);
-                    }
-                    Some(l)
-                }
+            match self.recorded_layer(opts, &bundle, &spec) {
+                Ok(l) => Some(l),
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&dir);
                     return Err(e);
@@ -227,25 +205,59 @@ impl Runtime {
             (prog, bundle_filter),
         );
         if result.is_err() {
-            if let Some(pid) = self.meta(&opts.id).supervisor_pid {
-                super::kill_supervisor(pid, &opts.id);
-            }
-            let _ = std::fs::remove_dir_all(&dir);
-            // libcontainer removes its own directory on a failed build; make
-            // sure of it for failures before the build too.
-            if let Ok(mut c) = Container::load(self.root.join(&opts.id)) {
-                let _ = c.delete(true);
-            }
-            let _ = std::fs::remove_dir_all(self.root.join(&opts.id));
-            if let Some((l, _)) = &layer {
-                if opts.reuse_layer.is_some() {
-                    l.unmount();
-                } else {
-                    l.remove(false);
-                }
-            }
+            self.undo_create(opts, layer.as_ref().map(|(l, _)| l));
         }
         result
+    }
+
+    /// [`Self::prepare_layer`], recorded in meta.json at once: a create
+    /// killed from here on leaves a mount `delete --force` finds and
+    /// removes. On error nothing of the layer is left.
+    fn recorded_layer(
+        &self,
+        opts: &CreateOptions,
+        bundle: &Path,
+        spec: &Spec,
+    ) -> Result<(super::snapshot::Layer, PathBuf)> {
+        let l = self.prepare_layer(opts, bundle, spec)?;
+        let meta = Meta {
+            bundle: bundle.to_path_buf(),
+            layer: Some(l.0.base.clone()),
+            lower: Some(l.1.clone()),
+            ..Default::default()
+        };
+        if let Err(e) = self.save_meta(&opts.id, &meta) {
+            if opts.reuse_layer.is_some() {
+                l.0.unmount();
+            } else {
+                l.0.remove(false);
+            }
+            return Err(e);
+        }
+        Ok(l)
+    }
+
+    /// Removes what a failed create of `opts.id` left: its supervisor,
+    /// cordon dir, libcontainer state and writable `layer` (unmounted
+    /// only, when a restore reuses it).
+    fn undo_create(&self, opts: &CreateOptions, layer: Option<&super::snapshot::Layer>) {
+        if let Some(pid) = self.meta(&opts.id).supervisor_pid {
+            super::kill_supervisor(pid, &opts.id);
+        }
+        let _ = std::fs::remove_dir_all(self.cordon_dir(&opts.id));
+        // libcontainer removes its own directory on a failed build; make
+        // sure of it for failures before the build too.
+        if let Ok(mut c) = Container::load(self.root.join(&opts.id)) {
+            let _ = c.delete(true);
+        }
+        let _ = std::fs::remove_dir_all(self.root.join(&opts.id));
+        if let Some(l) = layer {
+            if opts.reuse_layer.is_some() {
+                l.unmount();
+            } else {
+                l.remove(false);
+            }
+        }
     }
 
     /// Mounts container `opts.id`'s writable layer over the bundle's rootfs
@@ -290,7 +302,7 @@ impl Runtime {
         let dir = self.cordon_dir(&opts.id);
         if let Some(profile) = spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()) {
             // `exec` installs the same profile in every process it starts.
-            let json = serde_json::to_vec(profile).map_err(|e| Error::Other(e.to_string()))?;
+            let json = serde_json::to_vec(profile)?;
             std::fs::write(dir.join(BUNDLE_PROFILE), json).map_err(io(format!("write {BUNDLE_PROFILE}")))?;
         }
         // Host rules: the container's lookups go to the supervisor's
@@ -330,54 +342,7 @@ impl Runtime {
             Vec::new()
         };
         let sock = if policy.needs_supervisor() {
-            // Without a hostname in the spec the container's nodename is the
-            // one its UTS namespace started with: the host's.
-            let hostname = spec
-                .hostname()
-                .clone()
-                .filter(|h| !h.is_empty())
-                .or_else(|| {
-                    nix::unistd::gethostname()
-                        .ok()
-                        .map(|h| h.to_string_lossy().into_owned())
-                })
-                .unwrap_or_default();
-            // The same for the domain name (libcontainer sets the spec's).
-            let domainname = spec
-                .domainname()
-                .clone()
-                .filter(|d| !d.is_empty())
-                .or_else(|| {
-                    nix::sys::utsname::uname()
-                        .ok()
-                        .map(|u| u.domainname().to_string_lossy().into_owned())
-                })
-                .unwrap_or_else(|| "(none)".into());
-            let names = UtsNames {
-                hostname: &hostname,
-                domainname: &domainname,
-            };
-            let fixed_policy = dir.join(POLICY_FILE);
-            let starting = spawn_supervisor(
-                &opts.id,
-                &dir,
-                &fixed_policy.to_string_lossy(),
-                names,
-                platform,
-                fallback.as_deref(),
-                &plan.describe(),
-            )?;
-            meta.supervisor_pid = Some(starting.pid);
-            if let Err(e) = self.save_meta(&opts.id, &meta) {
-                // meta.json is what `create`'s cleanup and `delete` find the
-                // supervisor by: without it, stop the supervisor here.
-                super::kill_supervisor(starting.pid, &opts.id);
-                return Err(e);
-            }
-            // The socket is bound already: the connection waits in its
-            // backlog until the supervisor accepts it.
-            let sock = crate::supervisor::connect(&dir).map_err(io("connect to the supervisor"))?;
-            Some((sock, starting))
+            Some(self.start_supervisor(&opts.id, &spec, &mut meta, (platform, fallback.as_deref()), plan)?)
         } else {
             self.save_meta(&opts.id, &meta)?;
             None
@@ -390,6 +355,30 @@ impl Runtime {
             bundle_filter,
             landlock: plan.landlock.clone(),
         };
+        let container = self.build(opts, executor, &build_bundle)?;
+        if let Some((sock, starting)) = sock {
+            drop(sock);
+            // The supervisor started while libcontainer built the
+            // container; the container is created only once it is ready.
+            starting.wait_ready(&opts.id)?;
+        }
+        if let Some(pid) = container.pid() {
+            finish_build(
+                pid.as_raw(),
+                &dir,
+                &spec,
+                resolver.as_ref().map(|(p, _)| p),
+                plan,
+                &views,
+            )?;
+        }
+        Ok(container)
+    }
+
+    /// Builds container `opts.id` from `build_bundle` with libcontainer,
+    /// `executor` running last in its init; a failure names the step its
+    /// processes logged.
+    fn build(&self, opts: &CreateOptions, executor: CordonExecutor, build_bundle: &Path) -> Result<Container> {
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
             builder = stdio.apply(builder)?;
@@ -403,39 +392,76 @@ impl Runtime {
             .map_err(lib("pid file"))?
             .with_console_socket(opts.console_socket.as_ref())
             .with_preserved_fds(opts.preserve_fds)
-            .as_init(&build_bundle)
+            .as_init(build_bundle)
             .with_systemd(self.systemd_cgroup)
             .with_detach(opts.detach)
             .with_no_pivot(opts.no_pivot)
             .build();
         let setup_errors = capture.map(|c| c.finish()).unwrap_or_default();
-        let container = built.map_err(|e| set_up_error(&format!("create {:?}", opts.id), e, &setup_errors))?;
-        if let Some((sock, starting)) = sock {
-            drop(sock);
-            // The supervisor started while libcontainer built the
-            // container; the container is created only once it is ready.
-            starting.wait_ready(&opts.id)?;
+        built.map_err(|e| set_up_error(&format!("create {:?}", opts.id), e, &setup_errors))
+    }
+
+    /// Starts the supervisor of container `id` (its policy is in the
+    /// container's cordon dir) and connects to it; records its pid in
+    /// `meta`, saved before this returns. `platform`: the platform and why
+    /// `create` fell back to it.
+    fn start_supervisor(
+        &self,
+        id: &str,
+        spec: &Spec,
+        meta: &mut Meta,
+        (platform, fallback): (crate::config::Platform, Option<&str>),
+        plan: &crate::policy::levels::Plan,
+    ) -> Result<(std::os::unix::net::UnixStream, Starting)> {
+        let dir = self.cordon_dir(id);
+        // Without a hostname in the spec the container's nodename is the
+        // one its UTS namespace started with: the host's.
+        let hostname = spec
+            .hostname()
+            .clone()
+            .filter(|h| !h.is_empty())
+            .or_else(|| {
+                nix::unistd::gethostname()
+                    .ok()
+                    .map(|h| h.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default();
+        // The same for the domain name (libcontainer sets the spec's).
+        let domainname = spec
+            .domainname()
+            .clone()
+            .filter(|d| !d.is_empty())
+            .or_else(|| {
+                nix::sys::utsname::uname()
+                    .ok()
+                    .map(|u| u.domainname().to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| "(none)".into());
+        let names = UtsNames {
+            hostname: &hostname,
+            domainname: &domainname,
+        };
+        let fixed_policy = dir.join(POLICY_FILE);
+        let starting = spawn_supervisor(
+            id,
+            &dir,
+            &fixed_policy.to_string_lossy(),
+            names,
+            platform,
+            fallback,
+            &plan.describe(),
+        )?;
+        meta.supervisor_pid = Some(starting.pid);
+        if let Err(e) = self.save_meta(id, meta) {
+            // meta.json is what `create`'s cleanup and `delete` find the
+            // supervisor by: without it, stop the supervisor here.
+            super::kill_supervisor(starting.pid, id);
+            return Err(e);
         }
-        if new_netns(&spec) {
-            if let Some(pid) = container.pid() {
-                loopback_up(pid.as_raw()).map_err(io("bring up lo in the container's network namespace"))?;
-            }
-        }
-        if let (Some((plan, _)), Some(pid)) = (&resolver, container.pid()) {
-            super::resolver::hand_over(&dir, pid.as_raw(), plan)?;
-        }
-        if let Some(pid) = container.pid() {
-            let mounts = if plan.all_kernel { plan.mounts() } else { Vec::new() };
-            let empty = dir.join("masked");
-            if !mounts.is_empty() {
-                std::fs::write(&empty, b"").map_err(io(format!("create {}", empty.display())))?;
-                std::fs::set_permissions(&empty, std::os::unix::fs::PermissionsExt::from_mode(0o644))
-                    .map_err(io(format!("chmod {}", empty.display())))?;
-            }
-            super::harden::after_build(pid.as_raw(), &spec, &mounts, &empty, &views)
-                .map_err(io("harden the container"))?;
-        }
-        Ok(container)
+        // The socket is bound already: the connection waits in its
+        // backlog until the supervisor accepts it.
+        let sock = crate::supervisor::connect(&dir).map_err(io("connect to the supervisor"))?;
+        Ok((sock, starting))
     }
 
     /// libcontainer reads config.json from the bundle it is given; when
@@ -513,8 +539,7 @@ impl Runtime {
         }
         let shadow = self.cordon_dir(id).join("bundle");
         std::fs::create_dir_all(&shadow).map_err(io("create shadow bundle"))?;
-        spec.save(shadow.join("config.json"))
-            .map_err(|e| Error::Other(format!("write shadow config.json: {}", super::chain(&e))))?;
+        spec.save(shadow.join("config.json")).map_err(Error::WriteShadow)?;
         Ok(shadow)
     }
 
@@ -623,18 +648,23 @@ impl Runtime {
             Err(e) => return Err(io(format!("read {}", path.display()))(e)),
         };
         let profile: oci_spec::runtime::LinuxSeccomp =
-            serde_json::from_slice(&text).map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+            serde_json::from_slice(&text).map_err(|source| Error::Parse {
+                path: path.clone(),
+                source,
+            })?;
         compile_bundle_profile(&path, Some(&profile))
     }
 
     /// A process.json for `exec --tty ARGS`: the container's process with
     /// these args, env, cwd and user, and `terminal: true`.
     fn tty_process(&self, c: &Container, opts: &ExecOptions) -> Result<PathBuf> {
-        let spec = Spec::load(c.bundle().join("config.json"))
-            .map_err(|e| Error::Other(format!("read the config of {:?}: {e}", opts.id)))?;
+        let spec = Spec::load(c.bundle().join("config.json")).map_err(|cause| Error::Spec {
+            what: format!("read the config of {:?}", opts.id),
+            cause,
+        })?;
         let mut p = spec.process().clone().unwrap_or_default();
         if opts.args.is_empty() {
-            return Err(Error::Other("exec: no command given".into()));
+            return Err(Error::NoCommand);
         }
         p.set_args(Some(opts.args.clone()));
         p.set_terminal(Some(true));
@@ -661,7 +691,7 @@ impl Runtime {
         let path = self
             .cordon_dir(&opts.id)
             .join(format!("exec-{}.json", std::process::id()));
-        let json = serde_json::to_vec(&p).map_err(|e| Error::Other(e.to_string()))?;
+        let json = serde_json::to_vec(&p)?;
         std::fs::write(&path, json).map_err(io("write exec process.json"))?;
         Ok(path)
     }
@@ -691,10 +721,43 @@ fn set_up_error(what: &str, e: libcontainer::error::LibcontainerError, logged: &
         Some(detail) => {
             let chain = super::chain(&e);
             let step = chain.rsplit(" : ").next().unwrap_or(&chain).to_string();
-            Error::Other(format!("{what}: {step}: {detail}"))
+            Error::SetUp {
+                what: what.to_string(),
+                step,
+                detail,
+            }
         }
         None => lib(what)(e),
     }
+}
+
+/// What follows libcontainer's build of the container whose init is host
+/// pid `pid` (cordon dir `dir`): its loopback up in a network namespace of
+/// its own, the resolver's sockets handed to the supervisor (`resolver`),
+/// and the hardening after the build (the path rules' mounts of `plan`
+/// when the kernel enforces them all, and the `views`).
+fn finish_build(
+    pid: i32,
+    dir: &Path,
+    spec: &Spec,
+    resolver: Option<&super::resolver::Plan>,
+    plan: &crate::policy::levels::Plan,
+    views: &[(PathBuf, &'static str)],
+) -> Result<()> {
+    if new_netns(spec) {
+        loopback_up(pid).map_err(io("bring up lo in the container's network namespace"))?;
+    }
+    if let Some(resolver) = resolver {
+        super::resolver::hand_over(dir, pid, resolver)?;
+    }
+    let mounts = if plan.all_kernel { plan.mounts() } else { Vec::new() };
+    let empty = dir.join("masked");
+    if !mounts.is_empty() {
+        std::fs::write(&empty, b"").map_err(io(format!("create {}", empty.display())))?;
+        std::fs::set_permissions(&empty, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .map_err(io(format!("chmod {}", empty.display())))?;
+    }
+    super::harden::after_build(pid, spec, &mounts, &empty, views).map_err(io("harden the container"))
 }
 
 /// Where `create` keeps the bundle's seccomp profile for `exec`.
@@ -707,13 +770,13 @@ fn compile_bundle_profile(
     profile: Option<&oci_spec::runtime::LinuxSeccomp>,
 ) -> Result<Option<Arc<BundleFilter>>> {
     let Some(profile) = profile else { return Ok(None) };
-    let f = bundle_seccomp::compile(profile).map_err(|e| {
-        let at = if at.is_dir() {
+    let f = bundle_seccomp::compile(profile).map_err(|source| Error::BundleProfile {
+        at: if at.is_dir() {
             at.join("config.json")
         } else {
             at.to_path_buf()
-        };
-        Error::Other(format!("{}: {e}", at.display()))
+        },
+        source,
     })?;
     Ok(Some(Arc::new(f)))
 }
@@ -902,7 +965,7 @@ impl Starting {
             let _ = self.child.kill();
             let _ = self.child.wait();
             let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
-            let reason = log
+            let line = log
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty())
@@ -910,7 +973,7 @@ impl Starting {
                 .to_string();
             return Err(Error::Supervisor {
                 id: id.to_string(),
-                reason,
+                reason: super::SupervisorStart::Log(line),
             });
         }
         // The child is reaped by whoever inherits it (an engine's shim is a
@@ -945,7 +1008,7 @@ fn spawn_supervisor(
     })?;
     let listener = crate::supervisor::bind(dir).map_err(|e| Error::Supervisor {
         id: id.to_string(),
-        reason: e.to_string(),
+        reason: e.into(),
     })?;
     let log_path = dir.join("supervisor.log");
     let log = std::fs::File::create(&log_path).map_err(io("create supervisor.log"))?;
@@ -953,26 +1016,20 @@ fn spawn_supervisor(
         Some(p) => PathBuf::from(p),
         None => std::env::current_exe().map_err(io("find the cordon binary"))?,
     };
+    let args = crate::supervisor::SuperviseArgs {
+        container_id: id.to_string(),
+        dir: dir.to_path_buf(),
+        policy: policy.to_string(),
+        hostname: names.hostname.to_string(),
+        ready_fd: Some(3),
+        listen_fd: Some(4),
+        platform: platform.name().to_string(),
+        fallback: fallback.map(str::to_string),
+        enforcement: enforcement.to_string(),
+    };
     let mut cmd = Command::new(exe);
-    cmd.arg("supervise")
-        .arg("--dir")
-        .arg(dir)
-        .arg("--policy")
-        .arg(policy)
-        .arg("--hostname")
-        .arg(names.hostname)
-        .arg("--ready-fd")
-        .arg("3")
-        .arg("--listen-fd")
-        .arg("4")
-        .arg("--platform")
-        .arg(platform.name());
-    if let Some(why) = fallback {
-        cmd.arg("--fallback").arg(why);
-    }
-    cmd.arg("--enforcement").arg(enforcement);
-    cmd.arg("--")
-        .arg(id)
+    cmd.arg(crate::supervisor::SuperviseArgs::COMMAND)
+        .args(args.to_args())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)

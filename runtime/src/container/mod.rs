@@ -73,8 +73,8 @@ pub enum Error {
     Supervisor {
         /// Container id.
         id: String,
-        /// Why (the supervisor's last log line).
-        reason: String,
+        /// Why.
+        reason: SupervisorStart,
     },
     /// A libcontainer step failed.
     #[error("{what}: {}", chain(source.as_ref()))]
@@ -92,9 +92,140 @@ pub enum Error {
         /// Cause.
         source: std::io::Error,
     },
-    /// Anything else, already phrased for the user.
+    /// `--systemd-cgroup` on a host without systemd.
+    #[error("--systemd-cgroup: systemd not running on this host, cannot use systemd cgroups manager")]
+    NoSystemd,
+    /// `exec` without a command.
+    #[error("exec: no command given")]
+    NoCommand,
+    /// `--preserve-fds n`, but fd `fd` (below `3 + n`) is not open.
+    #[error("--preserve-fds {n}: fd {fd} is not open (fds 3 to {last} are passed to the container)")]
+    PreservedFdClosed {
+        /// The number of fds to pass.
+        n: i32,
+        /// The first one not open.
+        fd: i32,
+        /// The last fd to pass (`2 + n`).
+        last: i32,
+    },
+    /// The policy could not be rendered as TOML for the container's dir.
+    #[error("render the policy: {0}")]
+    RenderPolicy(#[source] toml::ser::Error),
+    /// A record of cordon's could not be encoded as JSON.
     #[error("{0}")]
-    Other(String),
+    Json(#[from] serde_json::Error),
+    /// A JSON file (a saved seccomp profile, a process.json) does not parse.
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: serde_json::Error,
+    },
+    /// A container's config.json could not be read.
+    #[error("{what}: {cause}")]
+    Spec {
+        /// The step.
+        what: String,
+        /// Cause; not an error source: the one-line message ([`chain`])
+        /// shows its own text only ("io operation failed"), as it always
+        /// has.
+        cause: oci_spec::OciSpecError,
+    },
+    /// The shadow bundle's config.json could not be written.
+    #[error("write shadow config.json: {}", chain(.0))]
+    WriteShadow(#[source] oci_spec::OciSpecError),
+    /// A bundle's seccomp profile cannot be compiled.
+    #[error("{}: {source}", at.display())]
+    BundleProfile {
+        /// The bundle's config.json or the saved profile.
+        at: PathBuf,
+        /// The field and what is wrong with it.
+        source: bundle_seccomp::ProfileError,
+    },
+    /// Building the container failed at a step its processes logged.
+    #[error("{what}: {step}: {detail}")]
+    SetUp {
+        /// The operation (`create`, `exec`...).
+        what: String,
+        /// libcontainer's last step ("failed to prepare rootfs").
+        step: String,
+        /// What the container's processes logged about it.
+        detail: String,
+    },
+    /// A cgroup operation failed.
+    #[error("{what}: {}", chain(source.as_ref()))]
+    Cgroup {
+        /// The step, naming the container.
+        what: String,
+        /// Cause.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A freeze failed while calls of the container wait in its
+    /// supervisor.
+    #[error(
+        "{source}: {calls} call(s) of the container wait in its supervisor (an open of a FIFO, a blocking \
+         connect) and cannot be frozen until they return"
+    )]
+    CallsInSupervisor {
+        /// The freeze's error.
+        source: Box<Error>,
+        /// How many calls wait.
+        calls: usize,
+    },
+    /// A policy with `host` rules for a container sharing the host's
+    /// network namespace.
+    #[error(
+        "policy {policy}: net[{at}].host needs the container in a network namespace of its own (linux.namespaces has no \"network\": it shares the host's network, where cordon cannot answer its lookups)"
+    )]
+    HostRulesNeedNetns {
+        /// The policy's name.
+        policy: String,
+        /// Index of the first `host` rule.
+        at: usize,
+    },
+    /// A policy with `host` rules for a container whose process holds a
+    /// capability that redirects lookups.
+    #[error(
+        "policy {policy}: net[{at}].host cannot hold for a process with {cap} (process.capabilities): it could send the resolver's queries to a nameserver of its own and have any address answered for an allowed name; drop it, or use cidr rules"
+    )]
+    HostRulesCapability {
+        /// The policy's name.
+        policy: String,
+        /// Index of the first `host` rule.
+        at: usize,
+        /// The capability.
+        cap: &'static str,
+    },
+    /// `exec` of a process holding a capability that redirects lookups,
+    /// under `host` rules.
+    #[error(
+        "policy {policy}: a process with {cap} cannot join a container under host rules: it could send the resolver's queries to a nameserver of its own"
+    )]
+    ExecCapability {
+        /// The policy's name.
+        policy: String,
+        /// The capability.
+        cap: &'static str,
+    },
+    /// The thread making the resolver's sockets panicked.
+    #[error("the resolver's socket thread panicked")]
+    ResolverThread,
+    /// A snapshot step failed, already phrased for the user.
+    #[error("{0}")]
+    Snapshot(String),
+}
+
+/// Why a supervisor did not start ([`Error::Supervisor`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorStart {
+    /// It did not signal readiness: the last line of its log (its own
+    /// error, printed by the `cordon supervise` process).
+    #[error("{0}")]
+    Log(String),
+    /// Its socket could not be bound.
+    #[error(transparent)]
+    Bind(#[from] crate::supervisor::SupervisorError),
 }
 
 /// The error and its sources on one line.
@@ -120,6 +251,14 @@ fn lib(what: impl Into<String>) -> impl FnOnce(libcontainer::error::Libcontainer
     move |source| Error::Lib {
         what,
         source: Box::new(source),
+    }
+}
+
+fn cgroup<E: std::error::Error + Send + Sync + 'static>(what: impl Into<String>) -> impl FnOnce(E) -> Error {
+    let what = what.into();
+    move |e| Error::Cgroup {
+        what,
+        source: Box::new(e),
     }
 }
 
@@ -275,7 +414,7 @@ impl Runtime {
     }
 
     fn save_meta(&self, id: &str, meta: &Meta) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(meta).map_err(|e| Error::Other(e.to_string()))?;
+        let bytes = serde_json::to_vec_pretty(meta)?;
         std::fs::write(self.cordon_dir(id).join(META), bytes).map_err(io("write meta.json"))
     }
 
@@ -558,10 +697,10 @@ impl Runtime {
         // supervisor answers: say so rather than leave "unable to freeze".
         match self.calls_in_supervisor(&c) {
             0 => Err(e),
-            n => Err(Error::Other(format!(
-                "{e}: {n} call(s) of the container wait in its supervisor (an open of a FIFO, a blocking \
-                 connect) and cannot be frozen until they return"
-            ))),
+            calls => Err(Error::CallsInSupervisor {
+                source: Box::new(e),
+                calls,
+            }),
         }
     }
 
@@ -570,7 +709,7 @@ impl Runtime {
         use libcgroups::common::CgroupManager;
         let Ok(pids) = self
             .cgroup_manager(c)
-            .and_then(|m| m.get_all_pids().map_err(|e| Error::Other(e.to_string())))
+            .and_then(|m| m.get_all_pids().map_err(cgroup("list processes")))
         else {
             return 0;
         };
@@ -598,7 +737,7 @@ impl Runtime {
             systemd_cgroup: c.systemd(),
             container_name: c.id().to_string(),
         })
-        .map_err(|e| Error::Other(format!("cgroup of {:?}: {}", c.id(), chain(&e))))
+        .map_err(cgroup(format!("cgroup of {:?}", c.id())))
     }
 
     /// Host pids of every process in the container's cgroup.
@@ -609,7 +748,7 @@ impl Runtime {
         let m = self.cgroup_manager(&c)?;
         let mut pids: Vec<i32> = m
             .get_all_pids()
-            .map_err(|e| Error::Other(format!("list processes of {id:?}: {}", chain(&e))))?
+            .map_err(cgroup(format!("list processes of {id:?}")))?
             .into_iter()
             .map(|p| p.as_raw())
             .collect();
@@ -636,7 +775,7 @@ impl Runtime {
             oom_score_adj: None,
             freezer_state: None,
         })
-        .map_err(|e| Error::Other(format!("update {id:?}: {}", chain(&e))))
+        .map_err(cgroup(format!("update {id:?}")))
     }
 
     /// Resource statistics of container `id` (`runc events --stats`):
@@ -646,10 +785,8 @@ impl Runtime {
         let _lock = self.lock(id, false);
         let c = self.load(id)?;
         let m = self.cgroup_manager(&c)?;
-        let stats = m
-            .stats()
-            .map_err(|e| Error::Other(format!("stats of {id:?}: {}", chain(&e))))?;
-        let data = serde_json::to_value(stats).map_err(|e| Error::Other(e.to_string()))?;
+        let stats = m.stats().map_err(cgroup(format!("stats of {id:?}")))?;
+        let data = serde_json::to_value(stats)?;
         Ok(serde_json::json!({"type": "stats", "id": id, "data": data}))
     }
 
@@ -708,10 +845,7 @@ pub fn audit_path(root: &Path, id: &str) -> PathBuf {
 pub fn check_preserved_fds(n: i32) -> Result<()> {
     for fd in 3..3i32.saturating_add(n.max(0)) {
         if nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).is_err() {
-            return Err(Error::Other(format!(
-                "--preserve-fds {n}: fd {fd} is not open (fds 3 to {} are passed to the container)",
-                2 + n
-            )));
+            return Err(Error::PreservedFdClosed { n, fd, last: 2 + n });
         }
     }
     Ok(())
@@ -724,5 +858,56 @@ fn kill_supervisor(pid: i32, id: &str) {
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
     if args.iter().any(|a| *a == b"supervise") && args.contains(&id.as_bytes()) {
         let _ = crate::sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed errors print the one-line messages users saw when they
+    /// were strings.
+    #[test]
+    fn typed_errors_print_the_messages_users_know() {
+        let cases: Vec<(Error, &str)> = vec![
+            (
+                Error::PreservedFdClosed { n: 2, fd: 4, last: 4 },
+                "--preserve-fds 2: fd 4 is not open (fds 3 to 4 are passed to the container)",
+            ),
+            (Error::NoCommand, "exec: no command given"),
+            (
+                Error::CallsInSupervisor {
+                    source: Box::new(Error::NotFound("c".into())),
+                    calls: 2,
+                },
+                "container \"c\" does not exist: 2 call(s) of the container wait in its supervisor (an open of a \
+                 FIFO, a blocking connect) and cannot be frozen until they return",
+            ),
+            (
+                Error::HostRulesNeedNetns {
+                    policy: "p".into(),
+                    at: 1,
+                },
+                "policy p: net[1].host needs the container in a network namespace of its own (linux.namespaces has \
+                 no \"network\": it shares the host's network, where cordon cannot answer its lookups)",
+            ),
+            (
+                Error::Supervisor {
+                    id: "c".into(),
+                    reason: SupervisorStart::Log("cordon: policy x: not found".into()),
+                },
+                "supervisor for \"c\" failed to start: cordon: policy x: not found",
+            ),
+            (
+                Error::Cgroup {
+                    what: "update \"c\"".into(),
+                    source: Box::new(std::io::Error::from_raw_os_error(libc::ENOENT)),
+                },
+                "update \"c\": No such file or directory (os error 2)",
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(chain(&e), want);
+        }
     }
 }

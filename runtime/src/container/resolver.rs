@@ -61,16 +61,17 @@ pub fn check_network(spec: &Spec, policy: &Policy) -> Result<()> {
         .position(|r| r.host.is_some())
         .unwrap_or_default();
     if !own_netns {
-        return Err(Error::Other(format!(
-            "policy {}: net[{at}].host needs the container in a network namespace of its own (linux.namespaces has no \"network\": it shares the host's network, where cordon cannot answer its lookups)",
-            policy.name
-        )));
+        return Err(Error::HostRulesNeedNetns {
+            policy: policy.name.clone(),
+            at,
+        });
     }
     if let Some(cap) = redirecting_capability(spec, policy) {
-        return Err(Error::Other(format!(
-            "policy {}: net[{at}].host cannot hold for a process with {cap} (process.capabilities): it could send the resolver's queries to a nameserver of its own and have any address answered for an allowed name; drop it, or use cidr rules",
-            policy.name
-        )));
+        return Err(Error::HostRulesCapability {
+            policy: policy.name.clone(),
+            at,
+            cap,
+        });
     }
     Ok(())
 }
@@ -87,8 +88,10 @@ pub fn check_exec(policy: &Policy, caps: &[String], process: Option<&Path>) -> R
     let mut p = match process {
         Some(path) => {
             let text = std::fs::read(path).map_err(io(format!("read {}", path.display())))?;
-            serde_json::from_slice::<oci_spec::runtime::Process>(&text)
-                .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?
+            serde_json::from_slice::<oci_spec::runtime::Process>(&text).map_err(|source| Error::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?
         }
         None => oci_spec::runtime::Process::default(),
     };
@@ -111,10 +114,10 @@ pub fn check_exec(policy: &Policy, caps: &[String], process: Option<&Path>) -> R
     }
     spec.set_process(Some(p));
     if let Some(cap) = redirecting_capability(&spec, policy) {
-        return Err(Error::Other(format!(
-            "policy {}: a process with {cap} cannot join a container under host rules: it could send the resolver's queries to a nameserver of its own",
-            policy.name
-        )));
+        return Err(Error::ExecCapability {
+            policy: policy.name.clone(),
+            cap,
+        });
     }
     Ok(())
 }
@@ -292,7 +295,7 @@ pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
         })
     })
     .join()
-    .map_err(|_| Error::Other("the resolver's socket thread panicked".into()))?
+    .map_err(|_| Error::ResolverThread)?
     .map_err(io("make the resolver's sockets in the container's network namespace"))?;
     let mut sock = crate::supervisor::connect(dir).map_err(io("connect to the supervisor"))?;
     crate::supervisor::handshake::send_resolver(&mut sock, &made).map_err(io("hand the resolver to the supervisor"))

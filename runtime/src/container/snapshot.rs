@@ -164,7 +164,7 @@ fn at(root: &Path, key: &str) -> PathBuf {
 }
 
 fn other(msg: impl Into<String>) -> Error {
-    Error::Other(msg.into())
+    Error::Snapshot(msg.into())
 }
 
 fn io_at(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {

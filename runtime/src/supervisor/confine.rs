@@ -19,10 +19,10 @@ use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
 pub enum ConfineError {
     /// seccompiler refused the rules.
     #[error("build the supervisor's filter: {0}")]
-    Build(String),
-    /// The kernel refused the filter.
+    Build(#[from] seccompiler::BackendError),
+    /// The kernel refused the filter (seccomp(2) failed).
     #[error("install the supervisor's filter: {0}")]
-    Install(String),
+    Install(#[source] seccompiler::Error),
 }
 
 /// Syscalls that kill the supervisor outright.
@@ -181,9 +181,8 @@ fn program(
     // with the caller's root and cwd (syscalls/net.rs); any other unshare
     // kills the process.
     let clone_fs = |op| -> Result<seccompiler::SeccompRule, ConfineError> {
-        let c = seccompiler::SeccompCondition::new(0, seccompiler::SeccompCmpArgLen::Qword, op, libc::CLONE_FS as u64)
-            .map_err(|e| ConfineError::Build(e.to_string()))?;
-        seccompiler::SeccompRule::new(vec![c]).map_err(|e| ConfineError::Build(e.to_string()))
+        let c = seccompiler::SeccompCondition::new(0, seccompiler::SeccompCmpArgLen::Qword, op, libc::CLONE_FS as u64)?;
+        Ok(seccompiler::SeccompRule::new(vec![c])?)
     };
     // setns(fd, CLONE_NEWUTS) alone, for the threads that read a
     // caller's hostname and domain name in its UTS namespace for the
@@ -191,9 +190,8 @@ fn program(
     // the two names. Any other setns kills the process.
     let new_uts = |op| -> Result<seccompiler::SeccompRule, ConfineError> {
         let c =
-            seccompiler::SeccompCondition::new(1, seccompiler::SeccompCmpArgLen::Dword, op, libc::CLONE_NEWUTS as u64)
-                .map_err(|e| ConfineError::Build(e.to_string()))?;
-        seccompiler::SeccompRule::new(vec![c]).map_err(|e| ConfineError::Build(e.to_string()))
+            seccompiler::SeccompCondition::new(1, seccompiler::SeccompCmpArgLen::Dword, op, libc::CLONE_NEWUTS as u64)?;
+        Ok(seccompiler::SeccompRule::new(vec![c])?)
     };
     if matched == SeccompAction::KillProcess {
         map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Ne)?]);
@@ -202,11 +200,8 @@ fn program(
         map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Eq)?]);
         map.insert(libc::SYS_setns, vec![new_uts(seccompiler::SeccompCmpOp::Eq)?]);
     }
-    let filter = SeccompFilter::new(map, mismatch, matched, TargetArch::x86_64)
-        .map_err(|e| ConfineError::Build(e.to_string()))?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| ConfineError::Build(e.to_string()))
+    let filter = SeccompFilter::new(map, mismatch, matched, TargetArch::x86_64)?;
+    Ok(filter.try_into()?)
 }
 
 /// What the ptrace platform's tracer needs on top of [`ALLOWED`] (and
@@ -228,8 +223,8 @@ pub fn confine(ptrace: bool) -> Result<(), ConfineError> {
     let allowed: Vec<libc::c_long> = ALLOWED.iter().chain(extra).copied().collect();
     let fatal = program(&fatal, SeccompAction::Allow, SeccompAction::KillProcess)?;
     let allowed = program(&allowed, SeccompAction::Errno(libc::EPERM as u32), SeccompAction::Allow)?;
-    seccompiler::apply_filter(&fatal).map_err(|e| ConfineError::Install(e.to_string()))?;
-    seccompiler::apply_filter(&allowed).map_err(|e| ConfineError::Install(e.to_string()))
+    seccompiler::apply_filter(&fatal).map_err(ConfineError::Install)?;
+    seccompiler::apply_filter(&allowed).map_err(ConfineError::Install)
 }
 
 #[cfg(test)]

@@ -9,14 +9,18 @@
 //! receiver thread ([`notify`]). The supervisor exits when the container's
 //! init exits; if it dies for any reason the watchdog kills the container.
 
+mod args;
 pub mod audit;
 mod confine;
+pub use args::SuperviseArgs;
+pub use confine::ConfineError;
 pub mod creds;
 pub mod devices;
 pub mod dns;
 pub mod handshake;
 mod lifetime;
 mod notify;
+mod platform;
 mod ptrace;
 pub mod syscalls;
 pub mod task;
@@ -54,6 +58,9 @@ pub enum SupervisorError {
         /// Cause.
         source: std::io::Error,
     },
+    /// The supervisor could not confine itself ([`confine`]).
+    #[error("supervisor: confine: {0}")]
+    Confine(#[from] confine::ConfineError),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SupervisorError {
@@ -200,24 +207,8 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         None => bind(&opts.dir)?,
     };
 
-    // Handlers apply each caller's umask themselves.
-    // SAFETY: umask(2) only changes this process's file mode creation mask.
-    unsafe { libc::umask(0) };
-    // Root with every capability needs no supplementary groups; without
-    // them, a caller with none (container root, usually) needs no
-    // setgroups(2) around each emulated access (creds.rs). Before any
-    // thread starts, so glibc's process-wide call reaches every thread.
-    if let Err(e) = nix::unistd::setgroups(&[]) {
-        tracing::debug!("drop supplementary groups: {e}");
-    }
     let ptrace = opts.platform == crate::config::Platform::Ptrace;
-    if ptrace {
-        // The tracer reads SIGCHLD from a signalfd: block it in every
-        // thread (they inherit this mask).
-        let mut mask = nix::sys::signal::SigSet::empty();
-        mask.add(nix::sys::signal::Signal::SIGCHLD);
-        mask.thread_block().map_err(|e| io_err("block SIGCHLD")(e.into()))?;
-    }
+    prepare_process(ptrace)?;
     task::pin(policy.pins_user_namespace(), policy.pins_root());
     let watchdog = watchdog::spawn(&opts.id).map_err(io_err("start watchdog"))?;
     let dir_watch = lifetime::watch_removal(&opts.dir).map_err(io_err("watch the state directory"))?;
@@ -225,7 +216,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     // fanotify_init and the marks are not in the confined supervisor's
     // allow-list: set up before it confines itself.
     let views = views::Views::open(&opts.dir, &policy.views()).map_err(io_err("watch the views"))?;
-    confine::confine(ptrace).map_err(|e| io_err("confine")(std::io::Error::other(e.to_string())))?;
+    confine::confine(ptrace)?;
     let sup = Arc::new(Supervisor {
         policy,
         audit,
@@ -240,23 +231,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         emulates_files: !opts.enforcement.starts_with("kernel"),
         names: dns::Names::default(),
     });
-    sup.audit.record(
-        0,
-        "supervisor",
-        &format!(
-            "container {} policy {} platform {}{} enforcement {}",
-            opts.id,
-            sup.policy.name,
-            opts.platform.name(),
-            opts.fallback
-                .as_deref()
-                .map(|why| format!(" (fallback: {why})"))
-                .unwrap_or_default(),
-            opts.enforcement
-        ),
-        "event",
-        "started",
-    );
+    record_start(&sup, &opts);
     lifetime::exit_when_removed(dir_watch, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
     if let Some(views) = views {
         views::serve(views, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
@@ -281,10 +256,67 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     // for the supervisor to fault its code back in.
     trim_heap();
 
+    serve_attachments(&listener, &sup, watchdog, tracer)
+}
+
+/// Sets up what every thread inherits, before the first one starts: no
+/// umask (handlers apply each caller's), no supplementary groups, and on
+/// the ptrace platform (`ptrace`) SIGCHLD blocked.
+fn prepare_process(ptrace: bool) -> Result<(), SupervisorError> {
+    // Handlers apply each caller's umask themselves.
+    // SAFETY: umask(2) only changes this process's file mode creation mask.
+    unsafe { libc::umask(0) };
+    // Root with every capability needs no supplementary groups; without
+    // them, a caller with none (container root, usually) needs no
+    // setgroups(2) around each emulated access (creds.rs). Before any
+    // thread starts, so glibc's process-wide call reaches every thread.
+    if let Err(e) = nix::unistd::setgroups(&[]) {
+        tracing::debug!("drop supplementary groups: {e}");
+    }
+    if ptrace {
+        // The tracer reads SIGCHLD from a signalfd: block it in every
+        // thread (they inherit this mask).
+        let mut mask = nix::sys::signal::SigSet::empty();
+        mask.add(nix::sys::signal::Signal::SIGCHLD);
+        mask.thread_block().map_err(|e| io_err("block SIGCHLD")(e.into()))?;
+    }
+    Ok(())
+}
+
+/// The audit trail's first record: the container, its policy, platform
+/// (and why it fell back to it) and enforcement level.
+fn record_start(sup: &Supervisor, opts: &Options) {
+    sup.audit.record(
+        0,
+        "supervisor",
+        &format!(
+            "container {} policy {} platform {}{} enforcement {}",
+            opts.id,
+            sup.policy.name,
+            opts.platform.name(),
+            opts.fallback
+                .as_deref()
+                .map(|why| format!(" (fallback: {why})"))
+                .unwrap_or_default(),
+            opts.enforcement
+        ),
+        "event",
+        "started",
+    );
+}
+
+/// Serves every process that connects to `listener`, each on an `attach`
+/// thread of its own; the first is the container's init.
+fn serve_attachments(
+    listener: &UnixListener,
+    sup: &Arc<Supervisor>,
+    watchdog: Option<UnixStream>,
+    tracer: Option<Arc<ptrace::Tracer>>,
+) -> Result<(), SupervisorError> {
     let mut first = true;
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
-        let sup = Arc::clone(&sup);
+        let sup = Arc::clone(sup);
         let wd = watchdog.as_ref().and_then(|w| w.try_clone().ok());
         let tracer = tracer.clone();
         // The first connection is the init's: attach returns for it only

@@ -36,10 +36,9 @@ use nix::sys::signal::{SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use super::notify::decide;
-use super::syscalls::{Ctx, Outcome, Reply};
+use super::platform::{self, Jobs, Platform};
+use super::syscalls::{Ctx, Job, Outcome, Reply};
 use super::Supervisor;
-use crate::filter::table;
 use crate::sys;
 use crate::sys::ptrace as pt;
 
@@ -83,7 +82,7 @@ impl Tracer {
             .name("ptrace".into())
             .stack_size(512 * 1024)
             .spawn(move || {
-                super::notify::install_cancel_handler();
+                platform::install_cancel_handler();
                 let mut t = Loop {
                     sup,
                     rx,
@@ -92,7 +91,7 @@ impl Tracer {
                     known: HashSet::new(),
                     fresh: HashSet::new(),
                     pending: HashMap::new(),
-                    jobs: Arc::new(std::sync::Mutex::new(HashMap::new())),
+                    jobs: Jobs::default(),
                 };
                 t.run(&sfd);
             })?;
@@ -136,10 +135,10 @@ struct Loop {
     /// Stopped threads waiting for a blocking handler; signals to deliver
     /// to them afterwards.
     pending: HashMap<i32, Vec<i32>>,
-    /// Caller tid -> tid of the thread running its blocking handler: when
-    /// the caller dies first, that thread is interrupted (notify's CANCEL
-    /// signal) so it does not hold a slot forever.
-    jobs: Arc<std::sync::Mutex<HashMap<i32, libc::pid_t>>>,
+    /// The blocking handlers running, by caller tid: when the caller dies
+    /// first, its handler is interrupted ([`platform::CANCEL`]) so it does
+    /// not hold a slot forever.
+    jobs: Jobs,
 }
 
 impl Loop {
@@ -185,7 +184,7 @@ impl Loop {
                 // A caller that died meanwhile is not answered: its tid may
                 // already name another thread.
                 let Some(sigs) = self.pending.remove(&tid) else { return };
-                self.answer(tid, *regs, &notif, name, outcome);
+                platform::answer(self, &regs, &notif, name, outcome);
                 for s in sigs {
                     resend(tid, s);
                 }
@@ -267,18 +266,7 @@ impl Loop {
                 self.known.remove(&pid);
                 self.fresh.remove(&pid);
                 if self.pending.remove(&pid).is_some() {
-                    let job = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).get(&pid).copied();
-                    if let Some(thread) = job {
-                        // SAFETY: tgkill(2) on a thread of this process.
-                        unsafe {
-                            libc::syscall(
-                                libc::SYS_tgkill,
-                                std::process::id() as libc::pid_t,
-                                thread,
-                                super::notify::CANCEL as libc::c_int,
-                            )
-                        };
-                    }
+                    self.jobs.cancel(|tid| tid == pid as u64);
                 }
             }
             _ => {}
@@ -295,115 +283,7 @@ impl Loop {
         notif.data.arch = AUDIT_ARCH_X86_64;
         notif.data.instruction_pointer = regs.rip;
         notif.data.args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
-        let nr = regs.orig_rax as u32;
-        let name = table::name(nr).unwrap_or("unknown");
-        let outcome = {
-            let ctx = Ctx {
-                sup: &self.sup,
-                listener: None,
-                notif: &notif,
-            };
-            decide(&ctx, nr, name)
-        };
-        if let Reply::Blocking(job) = outcome.reply {
-            use std::sync::atomic::Ordering;
-            let (action, detail, record) = (outcome.action, outcome.detail, outcome.record);
-            if self.sup.blocking.fetch_add(1, Ordering::SeqCst) >= super::MAX_BLOCKING {
-                self.sup.blocking.fetch_sub(1, Ordering::SeqCst);
-                let out = Outcome {
-                    reply: Reply::Errno(libc::EAGAIN),
-                    action,
-                    detail: "too many blocked calls".into(),
-                    record,
-                    rule: None,
-                };
-                return self.answer(tid, regs, &notif, name, out);
-            }
-            let (sup, tx, wake) = (Arc::clone(&self.sup), self.tx.clone(), Arc::clone(&self.wake));
-            let jobs = Arc::clone(&self.jobs);
-            let notif2 = Box::new(notif);
-            self.pending.insert(tid, Vec::new());
-            let spawned = std::thread::Builder::new()
-                .name("blocking".into())
-                .stack_size(256 * 1024)
-                .spawn(move || {
-                    let ctx = Ctx {
-                        sup: &sup,
-                        listener: None,
-                        notif: &notif2,
-                    };
-                    jobs.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(tid, nix::unistd::gettid().as_raw());
-                    // The caller may have died before we registered.
-                    let alive = std::path::Path::new(&format!("/proc/{tid}")).exists();
-                    let mut out = if alive {
-                        job(&ctx)
-                    } else {
-                        Outcome::new(Reply::Errno(libc::EINTR), action, String::new())
-                    };
-                    jobs.lock().unwrap_or_else(|e| e.into_inner()).remove(&tid);
-                    if out.detail.is_empty() {
-                        out.detail = detail;
-                    }
-                    sup.blocking.fetch_sub(1, Ordering::SeqCst);
-                    let _ = tx.send(Request::Done {
-                        tid,
-                        regs: Box::new(regs),
-                        notif: notif2,
-                        name,
-                        outcome: out,
-                    });
-                    poke(&wake);
-                });
-            if spawned.is_err() {
-                self.sup.blocking.fetch_sub(1, Ordering::SeqCst);
-                self.pending.remove(&tid);
-                let out = Outcome::new(Reply::Errno(libc::EAGAIN), action, "no thread".into());
-                self.answer(tid, regs, &notif, name, out);
-            }
-            return;
-        }
-        self.answer(tid, regs, &notif, name, outcome);
-    }
-
-    /// Resumes stopped thread `tid` with `out`'s answer and records it.
-    fn answer(
-        &mut self,
-        tid: i32,
-        regs: libc::user_regs_struct,
-        notif: &libc::seccomp_notif,
-        name: &str,
-        out: Outcome,
-    ) {
-        let sup = Arc::clone(&self.sup);
-        let _answering = sup.answering();
-        let result = match out.reply {
-            Reply::Continue => pt::cont(tid, 0).map(|_| "continue".to_string()),
-            Reply::Value(v) => skip(tid, regs, v).map(|_| v.to_string()),
-            Reply::Errno(e) => skip(tid, regs, -i64::from(e)).map(|_| crate::errno::name(e)),
-            Reply::Fd { fd, cloexec } => match self.inject_fd(tid, regs, fd.as_fd(), cloexec) {
-                Ok(n) => Ok(format!("fd {n}")),
-                Err(e) => Err(e),
-            },
-            // A blocking job does not return another blocking job.
-            Reply::Blocking(_) => skip(tid, regs, -i64::from(libc::EAGAIN)).map(|_| "EAGAIN".into()),
-        };
-        let result = match result {
-            Ok(r) => r,
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => "caller gone".to_string(),
-            Err(e) => format!("answer failed: {e}"),
-        };
-        if out.record {
-            self.sup.audit.record_by(
-                notif.pid as i32,
-                name,
-                &out.detail,
-                out.action,
-                &result,
-                out.rule.as_deref(),
-            );
-        }
+        platform::handle(self, Box::new(regs), notif);
     }
 
     /// PTRACE_EVENT_EXEC: the program now mapped must be allowed by the
@@ -440,7 +320,7 @@ impl Loop {
     /// the fd down to the lowest free number (fcntl F_DUPFD).
     /// The scratch memory is below the tracee's stack red zone.
     fn inject_fd(
-        &mut self,
+        &self,
         tid: i32,
         regs: libc::user_regs_struct,
         fd: std::os::fd::BorrowedFd<'_>,
@@ -465,7 +345,7 @@ impl Loop {
         result
     }
 
-    fn inject_steps(&mut self, inj: &mut Injector, fd: std::os::fd::BorrowedFd<'_>, cloexec: bool) -> io::Result<i32> {
+    fn inject_steps(&self, inj: &mut Injector, fd: std::os::fd::BorrowedFd<'_>, cloexec: bool) -> io::Result<i32> {
         let scratch = (inj.saved.rsp - 128 - 256) & !15;
         // int sv[2]
         let sv_addr = scratch;
@@ -557,6 +437,89 @@ impl Loop {
             let _ = inj.call(libc::SYS_close, [low as u64, 0, 0, 0, 0, 0]);
         }
         Ok(fd)
+    }
+}
+
+impl Platform for Loop {
+    /// The caller's registers at its seccomp stop (the caller is
+    /// `notif.pid`).
+    type Stop = Box<libc::user_regs_struct>;
+
+    fn sup(&self) -> &Arc<Supervisor> {
+        &self.sup
+    }
+
+    fn listener(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
+
+    /// Resumes the stopped caller with `reply`.
+    fn reply(&self, regs: &Self::Stop, notif: &libc::seccomp_notif, reply: Reply) -> io::Result<String> {
+        let (tid, regs) = (notif.pid as i32, **regs);
+        match reply {
+            Reply::Continue => pt::cont(tid, 0).map(|_| "continue".to_string()),
+            Reply::Value(v) => skip(tid, regs, v).map(|_| v.to_string()),
+            Reply::Errno(e) => skip(tid, regs, -i64::from(e)).map(|_| crate::errno::name(e)),
+            Reply::Fd { fd, cloexec } => self
+                .inject_fd(tid, regs, fd.as_fd(), cloexec)
+                .map(|n| format!("fd {n}")),
+            // A blocking job does not return another blocking job.
+            Reply::Blocking(_) => skip(tid, regs, -i64::from(libc::EAGAIN)).map(|_| "EAGAIN".into()),
+        }
+    }
+
+    fn gone(&self, e: &io::Error) -> bool {
+        e.raw_os_error() == Some(libc::ESRCH)
+    }
+
+    /// The caller stays stopped until the job's outcome comes back to the
+    /// tracer thread ([`Request::Done`]).
+    fn defer(
+        &mut self,
+        regs: Self::Stop,
+        notif: libc::seccomp_notif,
+        name: &'static str,
+        job: Job,
+        action: &'static str,
+        detail: String,
+    ) {
+        let tid = notif.pid as i32;
+        let (sup, tx, wake) = (Arc::clone(&self.sup), self.tx.clone(), Arc::clone(&self.wake));
+        self.pending.insert(tid, Vec::new());
+        let run = move || {
+            let ctx = Ctx {
+                sup: &sup,
+                listener: None,
+                notif: &notif,
+            };
+            // The caller may have died before the job was registered.
+            let alive = std::path::Path::new(&format!("/proc/{tid}")).exists();
+            let mut out = if alive {
+                job(&ctx)
+            } else {
+                Outcome::new(Reply::Errno(libc::EINTR), action, String::new())
+            };
+            if out.detail.is_empty() {
+                out.detail = detail;
+            }
+            out
+        };
+        let regs2 = regs.clone();
+        let deliver = move |outcome| {
+            let _ = tx.send(Request::Done {
+                tid,
+                regs: regs2,
+                notif: Box::new(notif),
+                name,
+                outcome,
+            });
+            poke(&wake);
+        };
+        if platform::spawn_job(&self.sup, &self.jobs, tid as u64, run, deliver).is_err() {
+            self.pending.remove(&tid);
+            let out = Outcome::new(Reply::Errno(libc::EAGAIN), action, "no thread".into());
+            platform::answer(self, &regs, &notif, name, out);
+        }
     }
 }
 
