@@ -34,8 +34,9 @@ use cordon_tests::{
 };
 use serde_json::{json, Value};
 
-/// Longest any single wait in this suite may take.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest any single wait in this suite may take (a hang detector: a
+/// loaded machine makes a create take seconds).
+const TIMEOUT: Duration = Duration::from_secs(30);
 
 // ---------------------------------------------------------------------------
 // helpers
