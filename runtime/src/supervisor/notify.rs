@@ -41,15 +41,10 @@ const SWEEP: Duration = Duration::from_millis(200);
 /// thread may block, and its thread is alive for as long as it is there.
 type Jobs = Arc<Mutex<HashMap<u64, libc::pid_t>>>;
 
-extern "C" fn on_cancel(_: libc::c_int) {}
-
 pub(super) fn install_cancel_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};
-        let sa = SigAction::new(SigHandler::Handler(on_cancel), SaFlags::empty(), SigSet::empty());
-        // SAFETY: the handler does nothing, so it is async-signal-safe.
-        if let Err(e) = unsafe { sigaction(CANCEL, &sa) } {
+        if let Err(e) = sys::process::install_empty_handler(CANCEL) {
             tracing::warn!("install the cancel handler: {e}");
         }
     });
@@ -61,10 +56,9 @@ fn cancel_orphans(listener: BorrowedFd<'_>, jobs: &Jobs, all: bool) {
     let jobs = jobs.lock().unwrap_or_else(|e| e.into_inner());
     for (&id, &tid) in jobs.iter() {
         if all || !sys::notif_id_valid(listener, id) {
-            // SAFETY: tgkill(2) has no memory effects; `tid` is a live
-            // thread of this process (it leaves the map, under this lock,
-            // before it exits).
-            unsafe { libc::syscall(libc::SYS_tgkill, std::process::id(), tid, CANCEL as libc::c_int) };
+            // `tid` is a live thread of this process (it leaves the map,
+            // under this lock, before it exits).
+            let _ = sys::process::tgkill(std::process::id() as i32, tid, CANCEL as libc::c_int);
         }
     }
 }

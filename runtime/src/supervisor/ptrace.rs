@@ -269,15 +269,8 @@ impl Loop {
                 if self.pending.remove(&pid).is_some() {
                     let job = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).get(&pid).copied();
                     if let Some(thread) = job {
-                        // SAFETY: tgkill(2) on a thread of this process.
-                        unsafe {
-                            libc::syscall(
-                                libc::SYS_tgkill,
-                                std::process::id() as libc::pid_t,
-                                thread,
-                                super::notify::CANCEL as libc::c_int,
-                            )
-                        };
+                        let me = std::process::id() as libc::pid_t;
+                        let _ = crate::sys::process::tgkill(me, thread, super::notify::CANCEL as libc::c_int);
                     }
                 }
             }
@@ -653,8 +646,7 @@ fn resend(tid: i32, sig: i32) {
         return;
     }
     if let Ok(tgid) = pt::tgid(tid) {
-        // SAFETY: tgkill(2) with integer arguments.
-        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) };
+        let _ = crate::sys::process::tgkill(tgid, tid, sig);
     }
 }
 

@@ -10,7 +10,10 @@ mod net;
 mod open;
 pub(crate) mod path;
 mod sysinfo;
+mod task;
 mod uname;
+
+pub use task::Task;
 
 /// The pure decoders of what handlers copy out of a caller's memory: no
 /// syscalls, so tests and the fuzz targets (`fuzz/`) run them on any bytes.
