@@ -174,10 +174,7 @@ fn read_xattr_name(ctx: &Ctx<'_>, at: u64) -> Result<CString, Denied> {
 
 fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
     let fdarg = |i: usize| ctx.arg(i) as i32;
-    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| -> Result<i64, Denied> {
-        let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-        as_caller(&creds, f)
-    };
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
     match name {
         "fchmod" => {
             let fd = fd_object(ctx, fdarg(0), detail)?;
@@ -215,96 +212,120 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 sys::meta::fchmod_empty(fd.as_fd(), mode, flags & libc::AT_SYMLINK_NOFOLLOW)
             })
         }
-        "utimensat" | "utime" | "utimes" | "futimesat" => {
-            let (dirfd, pi, ti, flags) = match name {
-                "utimensat" => (fdarg(0), 1, 2, ctx.arg(3) as i32),
-                "futimesat" => (fdarg(0), 1, 2, 0),
-                _ => (libc::AT_FDCWD, 0, 1, 0),
-            };
-            let times = match ctx.arg(ti) {
-                0 => None,
-                at if name == "utimensat" => Some(read_timespecs(ctx, at)?),
-                at => Some(read_legacy_times(ctx, at, name != "utime")?),
-            };
-            // Both omitted: nothing to do, and the kernel answers 0 first.
-            if times.is_some_and(|t| t.iter().all(|t| t.tv_nsec == UTIME_OMIT)) {
-                return Ok(0);
-            }
-            let fd = path_or_fd(ctx, dirfd, pi, flags, detail)?;
-            as_caller_do(&|| sys::meta::utimens_empty(fd.as_fd(), times.as_ref(), flags & libc::AT_SYMLINK_NOFOLLOW))
-        }
+        "utimensat" | "utime" | "utimes" | "futimesat" => utimes(ctx, name, detail),
         "setxattr" | "lsetxattr" | "fsetxattr" | "removexattr" | "lremovexattr" | "fremovexattr" => {
-            let set = name.contains("set");
-            let xflags = if set { ctx.arg(4) as i32 } else { 0 };
-            if xflags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
-                return Err(Denied::Errno(libc::EINVAL));
-            }
-            let xname = read_xattr_name(ctx, ctx.arg(1))?;
-            let mut value = Vec::new();
-            if set {
-                let size = ctx.arg(3) as usize;
-                if size > XATTR_SIZE_MAX {
-                    return Err(Denied::Errno(libc::E2BIG));
-                }
-                value.resize(size, 0);
-                if size > 0 && sys::read_mem(ctx.pid(), ctx.arg(2), &mut value).map_err(errno)? != size {
-                    return Err(Denied::Errno(libc::EFAULT));
-                }
-            }
-            let act = |on: XattrOn<'_>| {
-                if set {
-                    sys::meta::setxattr(on, &xname, &value, xflags)
-                } else {
-                    sys::meta::removexattr(on, &xname)
-                }
-            };
-            if name.starts_with('f') {
-                let fd = fd_object(ctx, fdarg(0), detail)?;
-                return as_caller_do(&|| act(XattrOn::Fd(fd.as_fd())));
-            }
-            let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-            // The path is copied once: the decision and the call are on
-            // that copy.
-            let raw = sys::read_cstring(ctx.pid(), ctx.arg(0), PATH_MAX).map_err(errno)?;
-            if name.starts_with('l') {
-                // The entry itself, not followed: its parent resolved once
-                // and held, the decision on the entry's path, the call
-                // through the held parent.
-                match parent(ctx.pid(), libc::AT_FDCWD, &raw, &creds) {
-                    // "l/" follows l (the kernel's trailing-slash rule).
-                    Ok(p) if !p.slash => {
-                        *detail = p.path.clone();
-                        check_write(ctx, &p.path)?;
-                        let mut at = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
-                        at.extend_from_slice(p.name.as_bytes());
-                        let at = cstr(at)?;
-                        return as_caller(&creds, || act(XattrOn::LinkPath(&at)));
-                    }
-                    // "/", "." or "..": a directory, never a link.
-                    Ok(_) | Err(Denied::Errno(libc::EEXIST)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            let fd = object_raw(ctx, libc::AT_FDCWD, &raw, 0, &creds, detail)?;
-            check_write(ctx, detail)?;
-            // Following our fd's /proc link lands on the object itself.
-            let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-            as_caller(&creds, || act(XattrOn::Path(&link)))
+            xattr(ctx, name, detail)
         }
-        "ioctl" => {
-            let cmd = ctx.arg(1) as u32;
-            let size = match cmd {
-                FS_IOC_FSSETXATTR => 28,
-                c if SETTING_IOCTLS.contains(&c) => 4,
-                _ => return Err(Denied::Errno(libc::ENOSYS)),
-            };
-            let mut arg = vec![0u8; size];
-            if sys::read_mem(ctx.pid(), ctx.arg(2), &mut arg).map_err(|_| Denied::Errno(libc::EFAULT))? != size {
-                return Err(Denied::Errno(libc::EFAULT));
-            }
-            let fd = fd_object(ctx, fdarg(0), detail)?;
-            as_caller_do(&|| sys::meta::ioctl_in(fd.as_fd(), cmd, &arg))
-        }
+        "ioctl" => ioctl(ctx, detail),
         _ => Err(Denied::Errno(libc::ENOSYS)),
     }
+}
+
+/// Runs `f` with the caller's filesystem credentials.
+fn as_caller_do(ctx: &Ctx<'_>, f: &dyn Fn() -> std::io::Result<i64>) -> Result<i64, Denied> {
+    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    as_caller(&creds, f)
+}
+
+/// utimensat(2), utime(2), utimes(2), futimesat(2).
+fn utimes(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
+    let (dirfd, pi, ti, flags) = match name {
+        "utimensat" => (fdarg(0), 1, 2, ctx.arg(3) as i32),
+        "futimesat" => (fdarg(0), 1, 2, 0),
+        _ => (libc::AT_FDCWD, 0, 1, 0),
+    };
+    let times = match ctx.arg(ti) {
+        0 => None,
+        at if name == "utimensat" => Some(read_timespecs(ctx, at)?),
+        at => Some(read_legacy_times(ctx, at, name != "utime")?),
+    };
+    // Both omitted: nothing to do, and the kernel answers 0 first.
+    if times.is_some_and(|t| t.iter().all(|t| t.tv_nsec == UTIME_OMIT)) {
+        return Ok(0);
+    }
+    let fd = path_or_fd(ctx, dirfd, pi, flags, detail)?;
+    as_caller_do(&|| sys::meta::utimens_empty(fd.as_fd(), times.as_ref(), flags & libc::AT_SYMLINK_NOFOLLOW))
+}
+
+/// setxattr(2), removexattr(2) and their `l` and `f` forms.
+fn xattr(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
+    let set = name.contains("set");
+    let xflags = if set { ctx.arg(4) as i32 } else { 0 };
+    if xflags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    let xname = read_xattr_name(ctx, ctx.arg(1))?;
+    let mut value = Vec::new();
+    if set {
+        let size = ctx.arg(3) as usize;
+        if size > XATTR_SIZE_MAX {
+            return Err(Denied::Errno(libc::E2BIG));
+        }
+        value.resize(size, 0);
+        if size > 0 && sys::read_mem(ctx.pid(), ctx.arg(2), &mut value).map_err(errno)? != size {
+            return Err(Denied::Errno(libc::EFAULT));
+        }
+    }
+    let act = |on: XattrOn<'_>| {
+        if set {
+            sys::meta::setxattr(on, &xname, &value, xflags)
+        } else {
+            sys::meta::removexattr(on, &xname)
+        }
+    };
+    if name.starts_with('f') {
+        let fd = fd_object(ctx, fdarg(0), detail)?;
+        return as_caller_do(&|| act(XattrOn::Fd(fd.as_fd())));
+    }
+    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    // The path is copied once: the decision and the call are on
+    // that copy.
+    let raw = sys::read_cstring(ctx.pid(), ctx.arg(0), PATH_MAX).map_err(errno)?;
+    if name.starts_with('l') {
+        // The entry itself, not followed: its parent resolved once
+        // and held, the decision on the entry's path, the call
+        // through the held parent.
+        match parent(ctx.pid(), libc::AT_FDCWD, &raw, &creds) {
+            // "l/" follows l (the kernel's trailing-slash rule).
+            Ok(p) if !p.slash => {
+                *detail = p.path.clone();
+                check_write(ctx, &p.path)?;
+                let mut at = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
+                at.extend_from_slice(p.name.as_bytes());
+                let at = cstr(at)?;
+                return as_caller(&creds, || act(XattrOn::LinkPath(&at)));
+            }
+            // "/", "." or "..": a directory, never a link.
+            Ok(_) | Err(Denied::Errno(libc::EEXIST)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let fd = object_raw(ctx, libc::AT_FDCWD, &raw, 0, &creds, detail)?;
+    check_write(ctx, detail)?;
+    // Following our fd's /proc link lands on the object itself.
+    let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    as_caller(&creds, || act(XattrOn::Path(&link)))
+}
+
+/// ioctl(2) of the file-flag commands ([`SETTING_IOCTLS`],
+/// `FS_IOC_FSSETXATTR`) with a copied argument.
+fn ioctl(ctx: &Ctx<'_>, detail: &mut String) -> Result<i64, Denied> {
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
+    let cmd = ctx.arg(1) as u32;
+    let size = match cmd {
+        FS_IOC_FSSETXATTR => 28,
+        c if SETTING_IOCTLS.contains(&c) => 4,
+        _ => return Err(Denied::Errno(libc::ENOSYS)),
+    };
+    let mut arg = vec![0u8; size];
+    if sys::read_mem(ctx.pid(), ctx.arg(2), &mut arg).map_err(|_| Denied::Errno(libc::EFAULT))? != size {
+        return Err(Denied::Errno(libc::EFAULT));
+    }
+    let fd = fd_object(ctx, fdarg(0), detail)?;
+    as_caller_do(&|| sys::meta::ioctl_in(fd.as_fd(), cmd, &arg))
 }
