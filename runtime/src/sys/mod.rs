@@ -1,8 +1,16 @@
 //! Safe wrappers over the raw syscalls cordon needs that `nix` does not cover:
 //! seccomp filters and user notification (seccomp(2), seccomp_unotify(2)),
 //! pidfds (pidfd_open(2), pidfd_getfd(2), pidfd_send_signal(2)), cross-process
-//! memory reads (process_vm_readv(2)) and openat2(2). All `unsafe` of the
-//! crate lives here; each block names the invariant it relies on.
+//! memory reads (process_vm_readv(2)) and openat2(2) here; by concern in the
+//! submodules: the file handlers' calls ([`fs`], [`meta`]), the network
+//! handlers' ([`net`]), a thread's credentials ([`creds`]), process state,
+//! signals and inherited fds ([`process`]), the sealed binary copy
+//! ([`exeseal`]) and ptrace ([`ptrace`]).
+//!
+//! All `unsafe` of the runtime crate lives here (`tools/check-unsafe.sh`, in
+//! `make lint`, fails on any in `runtime/src` outside `sys/`); each block
+//! names the invariant it relies on, and each wrapper returns the kernel's
+//! errno as an `io::Error`.
 
 use std::ffi::CStr;
 use std::io;
