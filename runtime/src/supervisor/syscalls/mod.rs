@@ -139,8 +139,8 @@ impl Outcome {
 
     /// A refusal of container path `path` by a path rule: EACCES, naming
     /// the rule.
-    pub fn path_denied(ctx: &Ctx<'_>, path: String) -> Self {
-        let rule = ctx.sup.policy.explain_path(&path);
+    pub fn path_denied(t: &(impl Task + ?Sized), path: String) -> Self {
+        let rule = t.sup().policy.explain_path(&path);
         Self::new(Reply::Errno(libc::EACCES), "deny", path).by(rule)
     }
 }

@@ -150,6 +150,14 @@ pub(crate) mod fake {
             }
         }
 
+        /// This caller with a copy of `other`'s memory.
+        pub fn with_mem(self, other: &Fake) -> Self {
+            Self {
+                mem: RefCell::new(other.mem.borrow().clone()),
+                ..self
+            }
+        }
+
         /// The range `addr..addr+len` in the fake memory, or EFAULT.
         fn range(&self, addr: u64, len: usize) -> io::Result<std::ops::Range<usize>> {
             let start = addr

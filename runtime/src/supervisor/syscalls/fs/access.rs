@@ -6,7 +6,7 @@ use crate::supervisor::syscalls::path::{as_caller, Denied};
 use crate::sys;
 
 /// access(2), faccessat(2), faccessat2(2).
-pub(super) fn access(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn access(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
     let name = c.name;
     let (dirfd, pi) = if name == "access" {

@@ -6,11 +6,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use super::{at, check_write, fd_link, object, Call};
 use crate::supervisor::creds::Creds;
 use crate::supervisor::syscalls::path::{as_caller, Denied};
-use crate::supervisor::syscalls::Ctx;
+use crate::supervisor::syscalls::Task;
 use crate::sys;
 
 /// chmod(2), fchmodat(2), chown(2), lchown(2), fchownat(2), truncate(2).
-pub(super) fn attr(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn attr(c: &mut Call<'_>) -> Result<i64, Denied> {
     let (ctx, name, creds) = (c.ctx, c.name, c.creds);
     let (dirfd, pi) = if name.starts_with('f') {
         at(ctx, Some(0), 1)
@@ -45,7 +45,7 @@ pub(super) fn attr(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
 /// truncate(2) past the caller's RLIMIT_FSIZE: the kernel refuses to grow
 /// a regular file beyond it with EFBIG and sends the caller SIGXFSZ, after
 /// the permission checks (which the call itself would make).
-fn file_size_limit(ctx: &Ctx<'_>, fd: &OwnedFd, len: i64, creds: &Creds) -> Result<(), Denied> {
+fn file_size_limit(ctx: &dyn Task, fd: &OwnedFd, len: i64, creds: &Creds) -> Result<(), Denied> {
     let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     if st.st_mode & libc::S_IFMT != libc::S_IFREG || len <= st.st_size {
         return Ok(());

@@ -9,7 +9,7 @@ use crate::supervisor::syscalls::path::{as_caller, Denied, Last};
 use crate::sys;
 
 /// mkdir(2), mkdirat(2), mknod(2), mknodat(2).
-pub(super) fn mknod(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn mknod(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
     let name = c.name;
     let (dirfd, pi) = if name.ends_with("at") {

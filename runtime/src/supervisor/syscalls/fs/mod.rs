@@ -23,13 +23,12 @@ mod symlink;
 mod unlink;
 
 use super::path::*;
-use super::{Ctx, Outcome, Reply};
+use super::{Outcome, Reply, Task};
 use crate::supervisor::creds::Creds;
-use crate::sys;
 
 /// Handles one notification of the families above (the file syscalls of
 /// [`crate::policy::EMULATED`] other than the open family).
-pub fn fs(ctx: &Ctx<'_>, name: &str) -> Outcome {
+pub fn fs(ctx: &dyn Task, name: &str) -> Outcome {
     let mut detail = String::new();
     let reply = match run(ctx, name, &mut detail) {
         Ok(v) => Reply::Value(v),
@@ -39,20 +38,20 @@ pub fn fs(ctx: &Ctx<'_>, name: &str) -> Outcome {
     Outcome::new(reply, "allow", detail)
 }
 
-pub(super) fn path_arg(ctx: &Ctx<'_>, i: usize) -> Result<Vec<u8>, Denied> {
-    sys::read_cstring(ctx.pid(), ctx.arg(i), PATH_MAX)
+pub(super) fn path_arg(ctx: &dyn Task, i: usize) -> Result<Vec<u8>, Denied> {
+    ctx.read_cstring(ctx.arg(i), PATH_MAX)
         .map_err(|e| Denied::Errno(e.raw_os_error().unwrap_or(libc::EFAULT)))
 }
 
-fn check_read(ctx: &Ctx<'_>, path: &str) -> Result<(), Denied> {
-    if ctx.sup.policy.paths.access(path) == crate::policy::PathAccess::Deny {
+fn check_read(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
+    if ctx.sup().policy.paths.access(path) == crate::policy::PathAccess::Deny {
         return Err(Denied::Policy(path.to_string()));
     }
     Ok(())
 }
 
-pub(super) fn check_write(ctx: &Ctx<'_>, path: &str) -> Result<(), Denied> {
-    if !ctx.sup.policy.paths.allows_open(path, libc::O_WRONLY as u64) {
+pub(super) fn check_write(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
+    if !ctx.sup().policy.paths.allows_open(path, libc::O_WRONLY as u64) {
         return Err(Denied::Policy(path.to_string()));
     }
     Ok(())
@@ -65,8 +64,8 @@ fn fd_link(fd: &OwnedFd) -> CString {
 }
 
 /// One call being handled: what every family's handler takes.
-pub(super) struct Call<'c, 'a> {
-    ctx: &'c Ctx<'a>,
+pub(super) struct Call<'c> {
+    ctx: &'c dyn Task,
     /// The syscall's name.
     name: &'c str,
     /// The caller's credentials, taken once.
@@ -77,11 +76,11 @@ pub(super) struct Call<'c, 'a> {
 
 /// (dirfd, path argument index) of a call's path: the dirfd from argument
 /// `dirfd_idx`, or `AT_FDCWD` for the calls without one.
-fn at(ctx: &Ctx<'_>, dirfd_idx: Option<usize>, path_idx: usize) -> (i32, usize) {
+fn at(ctx: &dyn Task, dirfd_idx: Option<usize>, path_idx: usize) -> (i32, usize) {
     (dirfd_idx.map(|i| ctx.arg(i) as i32).unwrap_or(libc::AT_FDCWD), path_idx)
 }
 
-fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
+fn run(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
     let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
     let c = &mut Call {
         ctx,
@@ -107,7 +106,7 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
 /// an empty path, else the path resolved in the caller's root. Checks that
 /// the policy does not deny it; `detail` gets its container path.
 pub(super) fn object(
-    ctx: &Ctx<'_>,
+    ctx: &dyn Task,
     dirfd: i32,
     pi: usize,
     flags: i32,
@@ -119,7 +118,7 @@ pub(super) fn object(
 
 /// As [`object`], for a path already copied from the caller (`raw`).
 pub(super) fn object_raw(
-    ctx: &Ctx<'_>,
+    ctx: &dyn Task,
     dirfd: i32,
     raw: &[u8],
     flags: i32,
@@ -150,7 +149,7 @@ pub(super) fn object_raw(
 /// and ".." come back unchecked ([`Parent::last`]): no call changes them,
 /// each refuses them with its own errno.
 pub(super) fn entry(
-    ctx: &Ctx<'_>,
+    ctx: &dyn Task,
     dirfd: i32,
     pi: usize,
     creds: &Creds,
@@ -208,4 +207,119 @@ pub(super) fn new_name(p: &Parent, creds: &Creds) -> Result<(), Denied> {
         return Err(Denied::Errno(libc::EEXIST));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::task::fake::Fake;
+    use super::*;
+
+    /// A caller with the path "/etc/hosts" at `Fake::BASE` and "" right
+    /// after it.
+    fn caller() -> Fake {
+        let t = Fake::new("name = 't'\n", 64);
+        t.mem.borrow_mut()[..11].copy_from_slice(b"/etc/hosts\0");
+        t
+    }
+    const PATH: u64 = Fake::BASE;
+    const EMPTY: u64 = Fake::BASE + 10;
+
+    fn errno(t: &Fake, name: &str, args: [u64; 6]) -> i32 {
+        let t = Fake {
+            args,
+            ..Fake::new("name = 't'\n", 0)
+        }
+        .with_mem(t);
+        match fs(&t, name).reply {
+            Reply::Errno(e) => e,
+            Reply::Value(v) => panic!("{name}: value {v}"),
+            _ => panic!("{name}: another reply"),
+        }
+    }
+
+    #[test]
+    fn unknown_flag_bits_get_einval_before_any_lookup() {
+        let t = caller();
+        let bad = 0x4000_0000u64;
+        let cwd = libc::AT_FDCWD as u64;
+        for (name, args) in [
+            ("newfstatat", [cwd, PATH, PATH, bad, 0, 0]),
+            ("statx", [cwd, PATH, bad, 0, PATH, 0]),
+            // Both sync types at once.
+            ("statx", [cwd, PATH, libc::AT_STATX_SYNC_TYPE as u64, 0, PATH, 0]),
+            // A reserved mask bit.
+            ("statx", [cwd, PATH, 0, libc::STATX__RESERVED as u64, PATH, 0]),
+            ("faccessat", [cwd, PATH, 0o10, 0, 0, 0]),
+            ("faccessat2", [cwd, PATH, 0, bad, 0, 0]),
+            ("readlink", [PATH, PATH, 0, 0, 0, 0]),
+            ("readlinkat", [cwd, PATH, PATH, (-1i64) as u64, 0, 0]),
+            ("unlinkat", [cwd, PATH, libc::AT_SYMLINK_NOFOLLOW as u64, 0, 0, 0]),
+            ("renameat2", [cwd, PATH, cwd, PATH, bad, 0]),
+            (
+                "renameat2",
+                [
+                    cwd,
+                    PATH,
+                    cwd,
+                    PATH,
+                    u64::from(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE),
+                    0,
+                ],
+            ),
+            ("linkat", [cwd, PATH, cwd, PATH, libc::AT_SYMLINK_NOFOLLOW as u64, 0]),
+            ("fchownat", [cwd, PATH, 0, 0, bad, 0]),
+        ] {
+            assert_eq!(errno(&t, name, args), libc::EINVAL, "{name} {args:x?}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_path_gets_efault() {
+        let t = caller();
+        for name in [
+            "stat", "lstat", "access", "readlink", "mkdir", "unlink", "rmdir", "chmod", "truncate",
+        ] {
+            assert_eq!(errno(&t, name, [0, 0, 16, 0, 0, 0]), libc::EFAULT, "{name}");
+        }
+        assert_eq!(errno(&t, "symlink", [0, PATH, 0, 0, 0, 0]), libc::EFAULT);
+        assert_eq!(errno(&t, "rename", [0, PATH, 0, 0, 0, 0]), libc::EFAULT);
+    }
+
+    #[test]
+    fn an_empty_path_gets_enoent_without_at_empty_path() {
+        let t = caller();
+        let cwd = libc::AT_FDCWD as u64;
+        for (name, args) in [
+            ("stat", [EMPTY, PATH, 0, 0, 0, 0]),
+            ("newfstatat", [cwd, EMPTY, PATH, 0, 0, 0]),
+            ("access", [EMPTY, 0, 0, 0, 0, 0]),
+            ("mkdir", [EMPTY, 0o755, 0, 0, 0, 0]),
+            ("unlink", [EMPTY, 0, 0, 0, 0, 0]),
+            ("rename", [EMPTY, PATH, 0, 0, 0, 0]),
+            ("symlink", [PATH, EMPTY, 0, 0, 0, 0]),
+            ("chown", [EMPTY, 0, 0, 0, 0, 0]),
+        ] {
+            assert_eq!(errno(&t, name, args), libc::ENOENT, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_caller_that_stopped_waiting_gets_eintr_and_nothing_is_looked_up() {
+        let t = caller();
+        for (name, args) in [
+            ("stat", [PATH, PATH, 0, 0, 0, 0]),
+            ("readlink", [PATH, PATH, 16, 0, 0, 0]),
+            ("mkdir", [PATH, 0o755, 0, 0, 0, 0]),
+            ("unlink", [PATH, 0, 0, 0, 0, 0]),
+            ("rename", [PATH, PATH, 0, 0, 0, 0]),
+        ] {
+            let t = Fake {
+                args,
+                valid: false,
+                ..Fake::new("name = 't'\n", 0)
+            }
+            .with_mem(&t);
+            assert!(matches!(fs(&t, name).reply, Reply::Errno(libc::EINTR)), "{name}");
+        }
+    }
 }

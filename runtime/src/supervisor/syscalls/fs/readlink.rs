@@ -8,7 +8,7 @@ use crate::supervisor::syscalls::path::{Denied, PATH_MAX};
 use crate::sys;
 
 /// readlink(2), readlinkat(2).
-pub(super) fn readlink(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn readlink(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
     let (dirfd, pi) = if c.name == "readlink" {
         at(ctx, None, 0)
@@ -36,6 +36,6 @@ pub(super) fn readlink(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) && !raw.is_empty() => return Err(Denied::Errno(libc::EINVAL)),
         Err(e) => return Err(e.into()),
     };
-    sys::write_mem(ctx.pid(), buf, &out[..n]).map_err(|_| Denied::Errno(libc::EFAULT))?;
+    ctx.write_mem(buf, &out[..n]).map_err(|_| Denied::Errno(libc::EFAULT))?;
     Ok(n as i64)
 }

@@ -7,11 +7,11 @@ use std::os::fd::{AsFd, AsRawFd};
 use super::{at, check_write, entry, fd_link, kind, new_name, object, path_arg, read_only, Call};
 use crate::supervisor::creds::Creds;
 use crate::supervisor::syscalls::path::{as_caller, Denied, Last, Parent};
-use crate::supervisor::syscalls::Ctx;
+use crate::supervisor::syscalls::Task;
 use crate::sys;
 
 /// rename(2), renameat(2), renameat2(2), link(2), linkat(2).
-pub(super) fn rename(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn rename(c: &mut Call<'_>) -> Result<i64, Denied> {
     let (ctx, name, creds) = (c.ctx, c.name, c.creds);
     let two_dirs = name.ends_with("at") || name == "renameat2";
     let ((od, op), (nd, np)) = if two_dirs {
@@ -51,7 +51,7 @@ pub(super) fn rename(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
         drop(old);
         return link_followed(ctx, (od, op), (nd, np), 0, creds, c.detail);
     }
-    let paths = &ctx.sup.policy.paths;
+    let paths = &ctx.sup().policy.paths;
     if name.starts_with("rename") && paths.restricts_below(&old.path) {
         // Moving a directory moves what the rules protect below it.
         return Err(Denied::Policy(old.path));
@@ -86,7 +86,7 @@ pub(super) fn rename(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
 /// by a path no rule covers), and the link is made to exactly that object
 /// through our O_PATH fd's `/proc/self/fd` link.
 fn link_followed(
-    ctx: &Ctx<'_>,
+    ctx: &dyn Task,
     (od, op): (i32, usize),
     (nd, np): (i32, usize),
     lookup: i32,

@@ -8,7 +8,7 @@ use crate::supervisor::syscalls::path::Denied;
 use crate::sys;
 
 /// stat(2), lstat(2), newfstatat(2): `struct stat` to the caller's buffer.
-pub(super) fn stat(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn stat(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
     let ((dirfd, pi), flags) = match c.name {
         "stat" => (at(ctx, None, 0), 0),
@@ -22,12 +22,13 @@ pub(super) fn stat(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
     let buf = if c.name == "newfstatat" { ctx.arg(2) } else { ctx.arg(1) };
     let fd = object(ctx, dirfd, pi, flags, c.creds, c.detail)?;
     let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
-    sys::write_mem(ctx.pid(), buf, sys::pod_bytes(&st)).map_err(|_| Denied::Errno(libc::EFAULT))?;
+    ctx.write_mem(buf, sys::pod_bytes(&st))
+        .map_err(|_| Denied::Errno(libc::EFAULT))?;
     Ok(0)
 }
 
 /// statx(2): `struct statx` with the caller's mask and sync type.
-pub(super) fn statx(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn statx(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
     let flags = ctx.arg(2) as i32;
     // do_statx(): only these flags, one sync type, and no reserved mask
@@ -41,6 +42,7 @@ pub(super) fn statx(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
     }
     let fd = object(ctx, ctx.arg(0) as i32, 1, flags, c.creds, c.detail)?;
     let stx = sys::fs::statx_fd(fd.as_fd(), flags & libc::AT_STATX_SYNC_TYPE, ctx.arg(3) as u32)?;
-    sys::write_mem(ctx.pid(), ctx.arg(4), sys::pod_bytes(&stx)).map_err(|_| Denied::Errno(libc::EFAULT))?;
+    ctx.write_mem(ctx.arg(4), sys::pod_bytes(&stx))
+        .map_err(|_| Denied::Errno(libc::EFAULT))?;
     Ok(0)
 }

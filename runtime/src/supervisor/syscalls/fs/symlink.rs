@@ -9,7 +9,7 @@ use crate::supervisor::syscalls::path::{as_caller, Denied};
 use crate::sys;
 
 /// symlink(2), symlinkat(2).
-pub(super) fn symlink(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn symlink(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
     let target = CString::new(path_arg(ctx, 0)?).map_err(|_| Denied::Errno(libc::EINVAL))?;
     let (nd, np) = if c.name == "symlinkat" {

@@ -9,7 +9,7 @@ use crate::supervisor::syscalls::path::{as_caller, Denied, Last};
 use crate::sys;
 
 /// unlink(2), rmdir(2), unlinkat(2).
-pub(super) fn unlink(c: &mut Call<'_, '_>) -> Result<i64, Denied> {
+pub(super) fn unlink(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
     let (dirfd, pi) = if c.name == "unlinkat" {
         at(ctx, Some(0), 1)
