@@ -54,6 +54,7 @@ test: build lint test-unit test-integration test-ptrace test-supervisor-level
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	tools/check-unsafe.sh
 
 # The main job: a real container under the supervisor, and what it intercepted.
 demo: bundles

@@ -16,8 +16,7 @@ fn main() {
             cli::Cmd::Supervise(_) | cli::Cmd::Create(_) | cli::Cmd::Start(_) | cli::Cmd::Run(_) | cli::Cmd::Delete(_)
         )
     ) {
-        // SAFETY: restoring the default disposition installs no handler.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let _ = cordon::sys::process::default_disposition(nix::sys::signal::Signal::SIGPIPE);
     }
     // Before this process opens anything: an fd of its own must not land
     // in a gap of the range `--preserve-fds` hands to the container.
@@ -44,8 +43,8 @@ fn main() {
         // from containers): remember where that is across the re-exec.
         if std::env::var_os(cordon::container::BINARY_ENV).is_none() {
             if let Ok(exe) = std::env::current_exe() {
-                // SAFETY: single-threaded at this point of main.
-                unsafe { std::env::set_var(cordon::container::BINARY_ENV, exe) };
+                // Single-threaded at this point of main.
+                let _ = cordon::sys::process::set_env_single_threaded(cordon::container::BINARY_ENV, exe);
             }
         }
         // A read-only overlayfs view of the binary (runc 1.2's way), or a

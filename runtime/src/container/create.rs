@@ -3,7 +3,6 @@
 
 use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -1038,23 +1037,7 @@ fn spawn_supervisor(
         .env(crate::config::DOMAINNAME_ENV, names.domainname);
     let wfd = ready_w.as_raw_fd();
     let lfd = listener.as_raw_fd();
-    // SAFETY: the closure runs in the forked child before exec and only
-    // makes async-signal-safe syscalls (fcntl, dup2, setsid, close_range).
-    unsafe {
-        cmd.pre_exec(move || {
-            // Out of the way of fds 3 and 4 first, then into place.
-            let w = libc::fcntl(wfd, libc::F_DUPFD, 5);
-            let l = libc::fcntl(lfd, libc::F_DUPFD, 5);
-            if w < 0 || l < 0 || libc::dup2(w, 3) < 0 || libc::dup2(l, 4) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::setsid();
-            // Every other inherited fd closes at exec (an engine's pipes
-            // must not be held open by the supervisor).
-            libc::syscall(libc::SYS_close_range, 5u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
-            Ok(())
-        });
-    }
+    crate::sys::process::pre_exec_fds_3_4(&mut cmd, wfd, lfd);
     let child = cmd.spawn().map_err(io("start the supervisor"))?;
     drop(ready_w);
     drop(listener);

@@ -22,7 +22,7 @@
 //! in a cordon container do not gain privileges.
 
 use std::mem::ManuallyDrop;
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::unix::net::UnixStream;
 
 use libcontainer::oci_spec::runtime::Spec;
@@ -55,10 +55,7 @@ impl Executor for CordonExecutor {
         // The payload starts with a clean signal state, as under runc: no
         // blocked signals, SIGPIPE at its default (the Rust runtime ignores it).
         let _ = nix::sys::signal::SigSet::empty().thread_set_mask();
-        // SAFETY: restoring the default disposition installs no handler.
-        let _ = unsafe {
-            nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl)
-        };
+        let _ = crate::sys::process::default_disposition(nix::sys::signal::Signal::SIGPIPE);
         crate::sys::set_no_new_privs().map_err(|e| ExecutorError::Other(format!("cordon: set no_new_privs: {e}")))?;
         if let Some(l) = &self.landlock {
             // Fail closed: a process that cannot get its ruleset does not run.
@@ -70,13 +67,12 @@ impl Executor for CordonExecutor {
         }
         match self.supervisor {
             Some(fd) => {
-                // SAFETY: `fd` is the connection `cordon create`/`exec` opened
-                // and this process inherited; nothing else in this process
-                // uses it, and it is closed right below.
-                let mut sock = ManuallyDrop::new(unsafe { UnixStream::from_raw_fd(fd) });
+                // `fd` is the connection `cordon create`/`exec` opened and
+                // this process inherited; nothing else in this process uses
+                // it, and it is closed right below.
+                let mut sock = ManuallyDrop::new(UnixStream::from(crate::sys::process::own_fd(fd)));
                 let r = handshake::attach(&mut sock, self.role, &self.prog, self.platform);
-                // SAFETY: `sock` is not used after this point.
-                unsafe { ManuallyDrop::drop(&mut sock) };
+                drop(ManuallyDrop::into_inner(sock));
                 r.map_err(|e| ExecutorError::Other(format!("cordon: cannot attach to the supervisor: {e}")))?;
             }
             None if !self.prog.is_empty() => {

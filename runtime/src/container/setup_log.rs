@@ -62,9 +62,8 @@ impl<S: Subscriber> Layer<S> for SetupErrors {
         // One datagram per line (lines of several processes never
         // interleave), without SIGPIPE: a forked process keeps the fd until
         // it execs, after the capture ended.
-        // SAFETY: `fd` is the capture socket's sending end (non-blocking);
-        // send(2) only reads `bytes`.
-        let _ = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+        // `fd` is the capture socket's sending end (non-blocking).
+        let _ = crate::sys::process::send_raw(fd, &bytes, libc::MSG_NOSIGNAL);
     }
 }
 

@@ -648,13 +648,8 @@ fn copy_entry(src: &Path, dst: &Path, e: &Entry, files: Files) -> Result<u64> {
 
 fn mknod(dst: &Path, mode: u32, rdev: u64) -> Result<()> {
     let c = CString::new(dst.as_os_str().as_bytes()).map_err(|_| other("NUL in path"))?;
-    // SAFETY: `c` is a valid NUL-terminated path.
-    if unsafe { libc::mknod(c.as_ptr(), mode, rdev) } != 0 {
-        return Err(other(format!(
-            "mknod {}: {}",
-            dst.display(),
-            std::io::Error::last_os_error()
-        )));
+    if let Err(e) = crate::sys::fs::mknod(&c, mode, rdev) {
+        return Err(other(format!("mknod {}: {}", dst.display(), e)));
     }
     Ok(())
 }
@@ -702,22 +697,15 @@ fn get_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
     let p = CString::new(path.as_os_str().as_bytes()).ok()?;
     let n = CString::new(name).ok()?;
     let mut buf = [0u8; 16];
-    // SAFETY: valid C strings and a buffer of the given length.
-    let r = unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    (r >= 0).then(|| buf[..r as usize].to_vec())
+    let r = crate::sys::fs::lgetxattr(&p, &n, &mut buf).ok()?;
+    Some(buf[..r].to_vec())
 }
 
 fn set_xattr(path: &Path, name: &str, value: &[u8]) -> Result<()> {
     let p = CString::new(path.as_os_str().as_bytes()).map_err(|_| other("NUL in path"))?;
     let n = CString::new(name).map_err(|_| other("NUL in xattr name"))?;
-    // SAFETY: valid C strings and a buffer of the given length.
-    let r = unsafe { libc::lsetxattr(p.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
-    if r != 0 {
-        return Err(other(format!(
-            "set {name} on {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        )));
+    if let Err(e) = crate::sys::fs::lsetxattr(&p, &n, value) {
+        return Err(other(format!("set {name} on {}: {}", path.display(), e)));
     }
     Ok(())
 }

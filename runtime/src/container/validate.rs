@@ -283,19 +283,15 @@ fn check_rlimits(rlimits: &[oci_spec::runtime::PosixRlimit]) -> Result<(), (&'st
                 ),
             ));
         }
-        let mut host = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit fills the rlimit struct we own.
-        if unsafe { libc::getrlimit(resource, &mut host) } == 0 && r.hard() > host.rlim_max && !can_raise {
+        let host = crate::sys::process::getrlimit(resource).ok().map(|h| h.rlim_max);
+        if let Some(host_max) = host.filter(|&m| r.hard() > m && !can_raise) {
             return Err((
                 "process.rlimits",
                 format!(
                     "{}: hard limit {} is above this host's hard limit {} (raising it needs CAP_SYS_RESOURCE, which the runtime does not have)",
                     format!("{:?}", r.typ()).to_uppercase().replace("RLIMIT", "RLIMIT_"),
                     r.hard(),
-                    host.rlim_max
+                    host_max
                 ),
             ));
         }

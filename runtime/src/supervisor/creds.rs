@@ -64,63 +64,13 @@ impl Creds {
     }
 }
 
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: i32,
-}
-
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-const CAP_V3: u32 = 0x2008_0522;
-
-fn capget() -> io::Result<[CapData; 2]> {
-    let mut h = CapHeader {
-        version: CAP_V3,
-        pid: 0,
-    };
-    let mut d = [CapData::default(); 2];
-    // SAFETY: header and a two-element data array as capget(2) requires
-    // for _LINUX_CAPABILITY_VERSION_3; both live on our stack.
-    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut CapHeader, d.as_mut_ptr()) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(d)
-}
+use crate::sys::creds::{self as raw, CapData};
 
 fn capset_effective(d: &[CapData; 2], eff: u64) -> io::Result<()> {
-    let mut h = CapHeader {
-        version: CAP_V3,
-        pid: 0,
-    };
     let mut n = *d;
     n[0].effective = (eff as u32) & d[0].permitted;
     n[1].effective = ((eff >> 32) as u32) & d[1].permitted;
-    // SAFETY: as in capget; capset(2) only reads the arrays. pid 0 is the
-    // calling thread, so only this thread's set changes.
-    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut CapHeader, n.as_ptr()) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-fn raw(nr: libc::c_long, a: libc::c_long, b: libc::c_long) -> io::Result<libc::c_long> {
-    // SAFETY: the credential syscalls below take integers or a pointer to a
-    // gid array that outlives the call; they affect only this thread.
-    let r = unsafe { libc::syscall(nr, a, b) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
+    raw::capset(&n)
 }
 
 /// Runs `f` on this thread with `c`'s filesystem credentials, then
@@ -146,29 +96,29 @@ pub fn with<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
             let _ = capset_effective(saved_caps, full);
         }
         if plan.fsuid {
-            let _ = raw(libc::SYS_setfsuid, own.fsuid as _, 0);
+            let _ = raw::setfsuid(own.fsuid);
         }
         if plan.fsgid {
-            let _ = raw(libc::SYS_setfsgid, own.fsgid as _, 0);
+            let _ = raw::setfsgid(own.fsgid);
         }
         if plan.groups {
-            let _ = raw(libc::SYS_setgroups, saved_groups.len() as _, saved_groups.as_ptr() as _);
+            let _ = raw::setgroups(saved_groups);
         }
     };
     let switch = || -> io::Result<()> {
         if plan.groups {
-            raw(libc::SYS_setgroups, c.groups.len() as _, c.groups.as_ptr() as _)?;
+            raw::setgroups(&c.groups)?;
         }
         if plan.fsgid {
-            raw(libc::SYS_setfsgid, c.fsgid as _, 0)?;
+            raw::setfsgid(c.fsgid)?;
             // setfsgid returns the previous value; check the switch happened.
-            if raw(libc::SYS_setfsgid, -1, 0)? as u32 != c.fsgid {
+            if raw::setfsgid(u32::MAX)? != c.fsgid {
                 return Err(io::Error::from_raw_os_error(libc::EPERM));
             }
         }
         if plan.fsuid {
-            raw(libc::SYS_setfsuid, c.fsuid as _, 0)?;
-            if raw(libc::SYS_setfsuid, -1, 0)? as u32 != c.fsuid {
+            raw::setfsuid(c.fsuid)?;
+            if raw::setfsuid(u32::MAX)? != c.fsuid {
                 return Err(io::Error::from_raw_os_error(libc::EPERM));
             }
         }
@@ -207,21 +157,21 @@ pub fn with_identity<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
     let own = own()?;
     let full = u64::from(own.caps[0].permitted) | (u64::from(own.caps[1].permitted) << 32);
     let switch = || -> io::Result<()> {
-        raw(libc::SYS_setgroups, c.groups.len() as _, c.groups.as_ptr() as _)?;
-        raw3(libc::SYS_setresgid, c.gids[0] as _, c.gids[1] as _, -1)?;
-        raw3(libc::SYS_setresuid, c.uids[0] as _, c.uids[1] as _, -1)?;
+        raw::setgroups(&c.groups)?;
+        raw::setresgid(c.gids[0], c.gids[1], u32::MAX)?;
+        raw::setresuid(c.uids[0], c.uids[1], u32::MAX)?;
         capset_effective(&own.caps, c.cap_eff)
     };
     let restore = || -> io::Result<()> {
         // The saved uid is still the supervisor's (0): going back is allowed
         // with or without CAP_SETUID, and an effective uid back to 0 brings
         // the permitted set back into the effective one.
-        raw3(libc::SYS_setresuid, own.uids[0] as _, own.uids[1] as _, -1)?;
+        raw::setresuid(own.uids[0], own.uids[1], u32::MAX)?;
         capset_effective(&own.caps, full)?;
-        raw3(libc::SYS_setresgid, own.gids[0] as _, own.gids[1] as _, -1)?;
-        raw(libc::SYS_setgroups, own.groups.len() as _, own.groups.as_ptr() as _)?;
-        raw(libc::SYS_setfsuid, own.fsuid as _, 0)?;
-        raw(libc::SYS_setfsgid, own.fsgid as _, 0)?;
+        raw::setresgid(own.gids[0], own.gids[1], u32::MAX)?;
+        raw::setgroups(&own.groups)?;
+        raw::setfsuid(own.fsuid)?;
+        raw::setfsgid(own.fsgid)?;
         Ok(())
     };
     let restored = |r: io::Result<()>| {
@@ -239,17 +189,6 @@ pub fn with_identity<T>(c: &Creds, f: impl FnOnce() -> T) -> io::Result<T> {
     Ok(out)
 }
 
-fn raw3(nr: libc::c_long, a: libc::c_long, b: libc::c_long, c: libc::c_long) -> io::Result<libc::c_long> {
-    // SAFETY: setresuid(2)/setresgid(2) take three integers and change only
-    // the calling thread's credentials (raw syscall, not glibc's wrapper).
-    let r = unsafe { libc::syscall(nr, a, b, c) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
 /// The supervisor's own credentials, read once: they never change.
 fn own() -> io::Result<&'static Own> {
     // setfsuid/setfsgid with -1 change nothing and return the current ids.
@@ -257,24 +196,13 @@ fn own() -> io::Result<&'static Own> {
     if let Some(o) = OWN.get() {
         return Ok(o);
     }
-    let caps = capget()?;
+    let caps = raw::capget()?;
     let mut groups = vec![0 as libc::gid_t; 256];
-    let n = raw(libc::SYS_getgroups, groups.len() as _, groups.as_mut_ptr() as _)?;
+    let n = raw::getgroups(&mut groups)?;
     groups.truncate(n as usize);
-    let fsuid = raw(libc::SYS_setfsuid, -1, 0)? as u32;
-    let fsgid = raw(libc::SYS_setfsgid, -1, 0)? as u32;
-    let ids = |nr| -> io::Result<[u32; 3]> {
-        let mut v = [0 as libc::uid_t; 3];
-        let [a, b, c] = &mut v;
-        // SAFETY: getresuid(2)/getresgid(2) write three ids to the pointers,
-        // which point at this array.
-        let r = unsafe { libc::syscall(nr, a as *mut u32, b as *mut u32, c as *mut u32) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(v)
-    };
-    let (uids, gids) = (ids(libc::SYS_getresuid)?, ids(libc::SYS_getresgid)?);
+    let fsuid = raw::setfsuid(u32::MAX)?;
+    let fsgid = raw::setfsgid(u32::MAX)?;
+    let (uids, gids) = (raw::getresuid()?, raw::getresgid()?);
     Ok(OWN.get_or_init(|| Own {
         uids,
         gids,
@@ -316,9 +244,9 @@ mod tests {
         }
         let ids = || {
             (
-                raw(libc::SYS_setfsuid, -1, 0).unwrap(),
-                raw(libc::SYS_setfsgid, -1, 0).unwrap(),
-                capget().unwrap()[0].effective,
+                raw::setfsuid(u32::MAX).unwrap(),
+                raw::setfsgid(u32::MAX).unwrap(),
+                raw::capget().unwrap()[0].effective,
             )
         };
         let before = ids();
@@ -335,13 +263,13 @@ mod tests {
         assert_eq!(ids(), before, "restored");
         // The thread's own ids: only the capabilities change (5: CAP_KILL).
         let same = Creds {
-            fsuid: before.0 as u32,
-            fsgid: before.1 as u32,
+            fsuid: before.0,
+            fsgid: before.1,
             cap_eff: 1 << 5,
             ..c
         };
         let mut groups = vec![0 as libc::gid_t; 64];
-        let n = raw(libc::SYS_getgroups, 64, groups.as_mut_ptr() as _).unwrap();
+        let n = raw::getgroups(&mut groups).unwrap();
         groups.truncate(n as usize);
         let same = Creds { groups, ..same };
         assert_eq!(with(&same, ids).unwrap(), (before.0, before.1, 1 << 5));
@@ -355,16 +283,11 @@ mod tests {
             return;
         }
         let ids = || {
-            let mut u = [0u32; 3];
-            let mut g = [0u32; 3];
-            let [a, b, c] = &mut u;
-            let [d, e, f] = &mut g;
-            // SAFETY: pointers to locals, as getresuid(2)/getresgid(2) take.
-            unsafe {
-                libc::syscall(libc::SYS_getresuid, a as *mut u32, b as *mut u32, c as *mut u32);
-                libc::syscall(libc::SYS_getresgid, d as *mut u32, e as *mut u32, f as *mut u32);
-            }
-            (u, g, capget().unwrap()[0].effective)
+            (
+                raw::getresuid().unwrap(),
+                raw::getresgid().unwrap(),
+                raw::capget().unwrap()[0].effective,
+            )
         };
         // A thread of its own: a failed restore would abort the process.
         std::thread::spawn(move || {

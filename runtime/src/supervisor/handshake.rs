@@ -218,8 +218,8 @@ pub fn accept(sock: &mut UnixStream) -> io::Result<Incoming> {
     for c in msg.cmsgs().map_err(io::Error::from)? {
         if let ControlMessageOwned::ScmRights(received) = c {
             for fd in received {
-                // SAFETY: SCM_RIGHTS fds are new in our table and owned by us.
-                fds.push(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+                // SCM_RIGHTS fds are new in our table and owned by us.
+                fds.push(crate::sys::process::own_fd(fd));
             }
         }
     }

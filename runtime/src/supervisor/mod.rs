@@ -28,7 +28,7 @@ pub(crate) mod views;
 mod watchdog;
 
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -201,9 +201,9 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     let policy = Policy::load(&opts.policy)?;
     let audit = audit::AuditLog::open(Some(&opts.dir.join(AUDIT))).map_err(io_err("open audit log"))?;
     let listener = match opts.listen_fd {
-        // SAFETY: `fd` is the bound socket `cordon create` passed us; nothing
-        // else in this process owns it.
-        Some(fd) => unsafe { UnixListener::from_raw_fd(fd) },
+        // `fd` is the bound socket `cordon create` passed us; nothing else in
+        // this process owns it.
+        Some(fd) => UnixListener::from(crate::sys::process::own_fd(fd)),
         None => bind(&opts.dir)?,
     };
 
@@ -245,9 +245,9 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     };
 
     if let Some(fd) = opts.ready_fd {
-        // SAFETY: `fd` was passed to us by `cordon create` and nothing else
-        // in this process owns it.
-        let mut ready = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        // `fd` was passed to us by `cordon create` and nothing else in this
+        // process owns it.
+        let mut ready = std::fs::File::from(crate::sys::process::own_fd(fd));
         ready.write_all(b"R").map_err(io_err("signal readiness"))?;
     }
     // Off `create`'s critical path: it goes on as soon as it reads "R".
@@ -264,8 +264,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
 /// the ptrace platform (`ptrace`) SIGCHLD blocked.
 fn prepare_process(ptrace: bool) -> Result<(), SupervisorError> {
     // Handlers apply each caller's umask themselves.
-    // SAFETY: umask(2) only changes this process's file mode creation mask.
-    unsafe { libc::umask(0) };
+    crate::sys::process::umask(0);
     // Root with every capability needs no supplementary groups; without
     // them, a caller with none (container root, usually) needs no
     // setgroups(2) around each emulated access (creds.rs). Before any
@@ -390,45 +389,14 @@ fn join_memory_cgroup(sup: &Arc<Supervisor>, init: i32) {
 /// Source: madvise(2) MADV_DONTNEED; proc(5) /proc/pid/smaps.
 fn trim_file_pages() {
     trim_heap();
-    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
-        return;
-    };
-    let mut current: Option<(usize, usize, bool)> = None;
-    let flush = |m: Option<(usize, usize, bool)>| {
-        if let Some((start, end, true)) = m {
-            // SAFETY: the range is one whole mapping of this process, not
-            // writable and with no private pages: dropping its page-table
-            // entries only makes the next access read the page cache again.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
-        }
-    };
-    for line in smaps.lines() {
-        let mut f = line.split_whitespace();
-        let first = f.next().unwrap_or("");
-        if let Some((a, b)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
-            flush(current.take());
-            let perms = f.next().unwrap_or("");
-            let path = f.nth(3).unwrap_or("");
-            let (Ok(start), Ok(end)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else {
-                continue;
-            };
-            let candidate = path.starts_with('/') && perms.as_bytes().get(1) == Some(&b'-');
-            current = Some((start, end, candidate));
-        } else if first == "Anonymous:" && f.next() != Some("0") {
-            if let Some(c) = current.as_mut() {
-                c.2 = false;
-            }
-        }
-    }
-    flush(current);
+    crate::sys::process::drop_clean_file_pages();
 }
 
 /// Parsing and compiling the policy freed far more heap than the
 /// supervisor keeps; glibc returns free pages to the kernel on request
 /// (malloc_trim(3)).
 fn trim_heap() {
-    // SAFETY: malloc_trim only releases memory malloc holds free.
-    unsafe { libc::malloc_trim(0) };
+    crate::sys::process::malloc_trim();
 }
 
 /// Serves one attaching process: takes its listener and starts a receiver

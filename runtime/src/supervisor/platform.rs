@@ -41,17 +41,12 @@ use crate::sys;
 /// handler's blocking syscall fails with EINTR.
 pub(super) const CANCEL: Signal = Signal::SIGUSR1;
 
-extern "C" fn on_cancel(_: libc::c_int) {}
-
 /// Installs the (empty) handler of [`CANCEL`], once per process: before
 /// any blocking handler may need interrupting.
 pub(super) fn install_cancel_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};
-        let sa = SigAction::new(SigHandler::Handler(on_cancel), SaFlags::empty(), SigSet::empty());
-        // SAFETY: the handler does nothing, so it is async-signal-safe.
-        if let Err(e) = unsafe { sigaction(CANCEL, &sa) } {
+        if let Err(e) = crate::sys::process::install_empty_handler(CANCEL) {
             tracing::warn!("install the cancel handler: {e}");
         }
     });
@@ -80,17 +75,9 @@ impl Jobs {
         let jobs = self.lock();
         for (&key, &thread) in jobs.iter() {
             if orphaned(key) {
-                // SAFETY: tgkill(2) has no memory effects; `thread` is a
-                // live thread of this process (it leaves the map, under
-                // this lock, before it exits).
-                unsafe {
-                    libc::syscall(
-                        libc::SYS_tgkill,
-                        std::process::id() as libc::pid_t,
-                        thread,
-                        CANCEL as libc::c_int,
-                    )
-                };
+                // `thread` is a live thread of this process (it leaves the
+                // map, under this lock, before it exits).
+                let _ = crate::sys::process::tgkill(std::process::id() as libc::pid_t, thread, CANCEL as libc::c_int);
             }
         }
     }

@@ -616,8 +616,7 @@ fn resend(tid: i32, sig: i32) {
         return;
     }
     if let Ok(tgid) = pt::tgid(tid) {
-        // SAFETY: tgkill(2) with integer arguments.
-        unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) };
+        let _ = crate::sys::process::tgkill(tgid, tid, sig);
     }
 }
 

@@ -19,11 +19,11 @@
 //! without a decision.
 
 use std::io::{IoSlice, IoSliceMut, Read};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
-use nix::unistd::{fork, ForkResult};
+use nix::unistd::ForkResult;
 
 use crate::sys;
 
@@ -32,25 +32,10 @@ static PROGRAM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/watchdog"));
 
 /// A sealed memfd holding [`PROGRAM`], or `None` when there is none.
 fn program_memfd() -> Option<OwnedFd> {
-    use std::io::Write;
     if PROGRAM.is_empty() {
         return None;
     }
-    // SAFETY: memfd_create(2) with a valid NUL-terminated name.
-    let fd = unsafe { libc::memfd_create(c"cordon-watchdog".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a new fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut file = std::fs::File::from(fd);
-    file.write_all(PROGRAM).ok()?;
-    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
-    // SAFETY: fcntl(2) F_ADD_SEALS on our memfd.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
-        return None;
-    }
-    Some(file.into())
+    sys::process::sealed_memfd(c"cordon-watchdog", PROGRAM).ok()
 }
 
 /// Forks the watchdog. Must be called while the process has one thread.
@@ -61,11 +46,9 @@ pub fn spawn(id: &str) -> std::io::Result<Option<UnixStream>> {
     let program = program_memfd();
     let arg0 = c"cordon-watchdog";
     let arg1 = std::ffi::CString::new(id).unwrap_or_default();
-    let argv = [arg0.as_ptr(), arg1.as_ptr(), std::ptr::null()];
-    let envp = [std::ptr::null::<libc::c_char>()];
-    // SAFETY: called from `supervisor::run` before any thread is started, so
-    // the child is a faithful copy with no lock held by another thread.
-    match unsafe { fork() }.map_err(std::io::Error::from)? {
+    // Called from `supervisor::run` before any thread is started, so the
+    // child is a faithful copy with no lock held by another thread.
+    match sys::process::fork_single_threaded()? {
         ForkResult::Parent { .. } => {
             drop(theirs);
             Ok(Some(ours))
@@ -77,28 +60,16 @@ pub fn spawn(id: &str) -> std::io::Result<Option<UnixStream>> {
             let _ = nix::unistd::dup2(fd, 3);
             if let Some(p) = &program {
                 if nix::unistd::dup2(p.as_raw_fd(), 4).is_ok() {
-                    // SAFETY: fcntl(2) on fd 4, which we just made. An ELF
-                    // program execs from a close-on-exec fd.
-                    unsafe { libc::fcntl(4, libc::F_SETFD, libc::FD_CLOEXEC) };
+                    // An ELF program execs from a close-on-exec fd.
+                    let _ = sys::process::set_cloexec(4);
                     let _ = sys::close_fds_from(5);
-                    // SAFETY: execveat(2) with AT_EMPTY_PATH on fd 4; argv
-                    // and envp are NULL-terminated arrays of C strings that
-                    // outlive the call. It returns only on failure.
-                    unsafe {
-                        libc::syscall(
-                            libc::SYS_execveat,
-                            4,
-                            c"".as_ptr(),
-                            argv.as_ptr(),
-                            envp.as_ptr(),
-                            libc::AT_EMPTY_PATH,
-                        )
-                    };
+                    // Returns only on failure.
+                    let _ = sys::process::execveat_fd(4, &[arg0, arg1.as_c_str()]);
                 }
             }
             let _ = sys::close_fds_from(4);
-            // SAFETY: fd 3 is the connection we just placed there; we own it.
-            let conn = unsafe { UnixStream::from_raw_fd(3) };
+            // fd 3 is the connection we just placed there; we own it.
+            let conn = UnixStream::from(sys::process::own_fd(3));
             let _ = nix::sys::prctl::set_name(c"cordon-watchdog");
             watch(conn)
         }
@@ -132,8 +103,8 @@ fn watch(mut conn: UnixStream) -> ! {
                     for c in cmsgs {
                         if let ControlMessageOwned::ScmRights(fds) = c {
                             for fd in fds {
-                                // SAFETY: SCM_RIGHTS fds are new in our table and ours.
-                                init = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+                                // SCM_RIGHTS fds are new in our table and ours.
+                                init = Some(sys::process::own_fd(fd));
                             }
                         }
                     }

@@ -1,15 +1,27 @@
 //! Safe wrappers over the raw syscalls cordon needs that `nix` does not cover:
 //! seccomp filters and user notification (seccomp(2), seccomp_unotify(2)),
 //! pidfds (pidfd_open(2), pidfd_getfd(2), pidfd_send_signal(2)), cross-process
-//! memory reads (process_vm_readv(2)) and openat2(2). All `unsafe` of the
-//! crate lives here; each block names the invariant it relies on.
+//! memory reads (process_vm_readv(2)) and openat2(2) here; by concern in the
+//! submodules: the file handlers' calls ([`fs`], [`meta`]), the network
+//! handlers' ([`net`]), a thread's credentials ([`creds`]), process state,
+//! signals and inherited fds ([`process`]), the sealed binary copy
+//! ([`exeseal`]) and ptrace ([`ptrace`]).
+//!
+//! All `unsafe` of the runtime crate lives here (`tools/check-unsafe.sh`, in
+//! `make lint`, fails on any in `runtime/src` outside `sys/`); each block
+//! names the invariant it relies on, and each wrapper returns the kernel's
+//! errno as an `io::Error`.
 
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
+pub mod creds;
 pub mod exeseal;
+pub mod fs;
 pub mod meta;
+pub mod net;
+pub mod process;
 pub mod ptrace;
 
 /// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): wake the tracee on the
@@ -257,10 +269,24 @@ pub fn notif_set_sync_wakeup(listener: BorrowedFd<'_>) -> io::Result<()> {
 
 /// A pidfd for `pid` (pidfd_open(2), Linux 5.3).
 pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    pidfd_open_flags(pid, 0)
+}
+
+/// pidfd_open(2) with `flags` (e.g. `PIDFD_THREAD`, Linux 6.9: a pidfd for
+/// one thread). EINVAL from a kernel that does not know a flag.
+pub fn pidfd_open_flags(pid: i32, flags: u32) -> io::Result<OwnedFd> {
     // SAFETY: integer arguments only.
-    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) })?;
+    let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) })?;
     // SAFETY: on success the kernel returns a new fd we now own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `AT_FDCWD` as a borrowed fd, for the `*at` calls that take a
+/// `BorrowedFd` (it names the current directory).
+pub fn cwd_fd() -> BorrowedFd<'static> {
+    // SAFETY: AT_FDCWD is a constant understood by the *at syscalls, never
+    // closed or dereferenced as a real fd.
+    unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) }
 }
 
 /// A copy of fd `target_fd` of the process behind `pidfd` (pidfd_getfd(2),

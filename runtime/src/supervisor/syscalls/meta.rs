@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::fs::{check_write, object, object_raw};
 use super::path::*;
-use super::{Ctx, Outcome, Reply};
+use super::{Outcome, Reply, Task};
 use crate::sys;
 use crate::sys::meta::XattrOn;
 
@@ -47,7 +47,7 @@ const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 
 /// Handles one notification of the calls above.
-pub fn meta(ctx: &Ctx<'_>, name: &str) -> Outcome {
+pub fn meta(ctx: &dyn Task, name: &str) -> Outcome {
     if name == "ioctl" && !SETTING_IOCTLS.contains(&(ctx.arg(1) as u32)) {
         // A policy that sends other ioctls here: the decision read only
         // registers, which the kernel does not read again from memory.
@@ -66,7 +66,7 @@ fn errno(e: std::io::Error) -> Denied {
 }
 
 /// A copy of the caller's fd `n` and its container path, checked writable.
-fn fd_object(ctx: &Ctx<'_>, n: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
+fn fd_object(ctx: &dyn Task, n: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
     let pid = ctx.pid();
     let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
     let fd = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::EBADF))?;
@@ -88,7 +88,7 @@ fn is_opath(fd: &OwnedFd) -> bool {
 /// resolved (arg `pi`, following unless `flags` has AT_SYMLINK_NOFOLLOW),
 /// or with a NULL path the fd `dirfd` itself, as the kernel's
 /// `do_utimes` does; checked writable.
-fn path_or_fd(ctx: &Ctx<'_>, dirfd: i32, pi: usize, flags: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
+fn path_or_fd(ctx: &dyn Task, dirfd: i32, pi: usize, flags: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
     if ctx.arg(pi) == 0 {
         if dirfd == libc::AT_FDCWD {
             return Err(Denied::Errno(libc::EFAULT));
@@ -114,9 +114,9 @@ fn path_or_fd(ctx: &Ctx<'_>, dirfd: i32, pi: usize, flags: i32, detail: &mut Str
 /// Two timespecs from the caller, validated as utimensat(2) does
 /// (`EINVAL` for a nanosecond field out of range that is not UTIME_NOW
 /// or UTIME_OMIT).
-fn read_timespecs(ctx: &Ctx<'_>, at: u64) -> Result<[libc::timespec; 2], Denied> {
+fn read_timespecs(ctx: &dyn Task, at: u64) -> Result<[libc::timespec; 2], Denied> {
     let mut raw = [0u8; 32];
-    if sys::read_mem(ctx.pid(), at, &mut raw).map_err(|_| Denied::Errno(libc::EFAULT))? != 32 {
+    if ctx.read_mem(at, &mut raw).map_err(|_| Denied::Errno(libc::EFAULT))? != 32 {
         return Err(Denied::Errno(libc::EFAULT));
     }
     let i64_at = |i: usize| i64::from_ne_bytes(raw[i..i + 8].try_into().unwrap_or_default());
@@ -135,10 +135,14 @@ fn read_timespecs(ctx: &Ctx<'_>, at: u64) -> Result<[libc::timespec; 2], Denied>
 /// The times of utime(2) (`struct utimbuf`, seconds) or utimes(2) and
 /// futimesat(2) (`struct timeval[2]`) as timespecs: `EINVAL` for a
 /// microsecond field out of range, as the kernel says.
-fn read_legacy_times(ctx: &Ctx<'_>, at: u64, timeval: bool) -> Result<[libc::timespec; 2], Denied> {
+fn read_legacy_times(ctx: &dyn Task, at: u64, timeval: bool) -> Result<[libc::timespec; 2], Denied> {
     let size = if timeval { 32 } else { 16 };
     let mut raw = [0u8; 32];
-    if sys::read_mem(ctx.pid(), at, &mut raw[..size]).map_err(|_| Denied::Errno(libc::EFAULT))? != size {
+    if ctx
+        .read_mem(at, &mut raw[..size])
+        .map_err(|_| Denied::Errno(libc::EFAULT))?
+        != size
+    {
         return Err(Denied::Errno(libc::EFAULT));
     }
     let i64_at = |i: usize| i64::from_ne_bytes(raw[i..i + 8].try_into().unwrap_or_default());
@@ -160,8 +164,8 @@ fn read_legacy_times(ctx: &Ctx<'_>, at: u64, timeval: bool) -> Result<[libc::tim
 
 /// An xattr name from the caller: `ERANGE` when empty or longer than 255
 /// bytes, as setxattr(2) says.
-fn read_xattr_name(ctx: &Ctx<'_>, at: u64) -> Result<CString, Denied> {
-    let name = match sys::read_cstring(ctx.pid(), at, XATTR_NAME_MAX + 1) {
+fn read_xattr_name(ctx: &dyn Task, at: u64) -> Result<CString, Denied> {
+    let name = match ctx.read_cstring(at, XATTR_NAME_MAX + 1) {
         Ok(n) => n,
         Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => return Err(Denied::Errno(libc::ERANGE)),
         Err(e) => return Err(errno(e)),
@@ -172,12 +176,9 @@ fn read_xattr_name(ctx: &Ctx<'_>, at: u64) -> Result<CString, Denied> {
     cstr(name)
 }
 
-fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
+fn run(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
     let fdarg = |i: usize| ctx.arg(i) as i32;
-    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| -> Result<i64, Denied> {
-        let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-        as_caller(&creds, f)
-    };
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
     match name {
         "fchmod" => {
             let fd = fd_object(ctx, fdarg(0), detail)?;
@@ -215,96 +216,200 @@ fn run(ctx: &Ctx<'_>, name: &str, detail: &mut String) -> Result<i64, Denied> {
                 sys::meta::fchmod_empty(fd.as_fd(), mode, flags & libc::AT_SYMLINK_NOFOLLOW)
             })
         }
-        "utimensat" | "utime" | "utimes" | "futimesat" => {
-            let (dirfd, pi, ti, flags) = match name {
-                "utimensat" => (fdarg(0), 1, 2, ctx.arg(3) as i32),
-                "futimesat" => (fdarg(0), 1, 2, 0),
-                _ => (libc::AT_FDCWD, 0, 1, 0),
-            };
-            let times = match ctx.arg(ti) {
-                0 => None,
-                at if name == "utimensat" => Some(read_timespecs(ctx, at)?),
-                at => Some(read_legacy_times(ctx, at, name != "utime")?),
-            };
-            // Both omitted: nothing to do, and the kernel answers 0 first.
-            if times.is_some_and(|t| t.iter().all(|t| t.tv_nsec == UTIME_OMIT)) {
-                return Ok(0);
-            }
-            let fd = path_or_fd(ctx, dirfd, pi, flags, detail)?;
-            as_caller_do(&|| sys::meta::utimens_empty(fd.as_fd(), times.as_ref(), flags & libc::AT_SYMLINK_NOFOLLOW))
-        }
+        "utimensat" | "utime" | "utimes" | "futimesat" => utimes(ctx, name, detail),
         "setxattr" | "lsetxattr" | "fsetxattr" | "removexattr" | "lremovexattr" | "fremovexattr" => {
-            let set = name.contains("set");
-            let xflags = if set { ctx.arg(4) as i32 } else { 0 };
-            if xflags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
-                return Err(Denied::Errno(libc::EINVAL));
-            }
-            let xname = read_xattr_name(ctx, ctx.arg(1))?;
-            let mut value = Vec::new();
-            if set {
-                let size = ctx.arg(3) as usize;
-                if size > XATTR_SIZE_MAX {
-                    return Err(Denied::Errno(libc::E2BIG));
-                }
-                value.resize(size, 0);
-                if size > 0 && sys::read_mem(ctx.pid(), ctx.arg(2), &mut value).map_err(errno)? != size {
-                    return Err(Denied::Errno(libc::EFAULT));
-                }
-            }
-            let act = |on: XattrOn<'_>| {
-                if set {
-                    sys::meta::setxattr(on, &xname, &value, xflags)
-                } else {
-                    sys::meta::removexattr(on, &xname)
-                }
-            };
-            if name.starts_with('f') {
-                let fd = fd_object(ctx, fdarg(0), detail)?;
-                return as_caller_do(&|| act(XattrOn::Fd(fd.as_fd())));
-            }
-            let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-            // The path is copied once: the decision and the call are on
-            // that copy.
-            let raw = sys::read_cstring(ctx.pid(), ctx.arg(0), PATH_MAX).map_err(errno)?;
-            if name.starts_with('l') {
-                // The entry itself, not followed: its parent resolved once
-                // and held, the decision on the entry's path, the call
-                // through the held parent.
-                match parent(ctx.pid(), libc::AT_FDCWD, &raw, &creds) {
-                    // "l/" follows l (the kernel's trailing-slash rule).
-                    Ok(p) if !p.slash => {
-                        *detail = p.path.clone();
-                        check_write(ctx, &p.path)?;
-                        let mut at = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
-                        at.extend_from_slice(p.name.as_bytes());
-                        let at = cstr(at)?;
-                        return as_caller(&creds, || act(XattrOn::LinkPath(&at)));
-                    }
-                    // "/", "." or "..": a directory, never a link.
-                    Ok(_) | Err(Denied::Errno(libc::EEXIST)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            let fd = object_raw(ctx, libc::AT_FDCWD, &raw, 0, &creds, detail)?;
-            check_write(ctx, detail)?;
-            // Following our fd's /proc link lands on the object itself.
-            let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-            as_caller(&creds, || act(XattrOn::Path(&link)))
+            xattr(ctx, name, detail)
         }
-        "ioctl" => {
-            let cmd = ctx.arg(1) as u32;
-            let size = match cmd {
-                FS_IOC_FSSETXATTR => 28,
-                c if SETTING_IOCTLS.contains(&c) => 4,
-                _ => return Err(Denied::Errno(libc::ENOSYS)),
-            };
-            let mut arg = vec![0u8; size];
-            if sys::read_mem(ctx.pid(), ctx.arg(2), &mut arg).map_err(|_| Denied::Errno(libc::EFAULT))? != size {
-                return Err(Denied::Errno(libc::EFAULT));
-            }
-            let fd = fd_object(ctx, fdarg(0), detail)?;
-            as_caller_do(&|| sys::meta::ioctl_in(fd.as_fd(), cmd, &arg))
-        }
+        "ioctl" => ioctl(ctx, detail),
         _ => Err(Denied::Errno(libc::ENOSYS)),
+    }
+}
+
+/// Runs `f` with the caller's filesystem credentials.
+fn as_caller_do(ctx: &dyn Task, f: &dyn Fn() -> std::io::Result<i64>) -> Result<i64, Denied> {
+    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    as_caller(&creds, f)
+}
+
+/// utimensat(2), utime(2), utimes(2), futimesat(2).
+fn utimes(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
+    let (dirfd, pi, ti, flags) = match name {
+        "utimensat" => (fdarg(0), 1, 2, ctx.arg(3) as i32),
+        "futimesat" => (fdarg(0), 1, 2, 0),
+        _ => (libc::AT_FDCWD, 0, 1, 0),
+    };
+    let times = match ctx.arg(ti) {
+        0 => None,
+        at if name == "utimensat" => Some(read_timespecs(ctx, at)?),
+        at => Some(read_legacy_times(ctx, at, name != "utime")?),
+    };
+    // Both omitted: nothing to do, and the kernel answers 0 first.
+    if times.is_some_and(|t| t.iter().all(|t| t.tv_nsec == UTIME_OMIT)) {
+        return Ok(0);
+    }
+    let fd = path_or_fd(ctx, dirfd, pi, flags, detail)?;
+    as_caller_do(&|| sys::meta::utimens_empty(fd.as_fd(), times.as_ref(), flags & libc::AT_SYMLINK_NOFOLLOW))
+}
+
+/// setxattr(2), removexattr(2) and their `l` and `f` forms.
+fn xattr(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
+    let set = name.contains("set");
+    let xflags = if set { ctx.arg(4) as i32 } else { 0 };
+    if xflags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    let xname = read_xattr_name(ctx, ctx.arg(1))?;
+    let mut value = Vec::new();
+    if set {
+        let size = ctx.arg(3) as usize;
+        if size > XATTR_SIZE_MAX {
+            return Err(Denied::Errno(libc::E2BIG));
+        }
+        value.resize(size, 0);
+        if size > 0 && ctx.read_mem(ctx.arg(2), &mut value).map_err(errno)? != size {
+            return Err(Denied::Errno(libc::EFAULT));
+        }
+    }
+    let act = |on: XattrOn<'_>| {
+        if set {
+            sys::meta::setxattr(on, &xname, &value, xflags)
+        } else {
+            sys::meta::removexattr(on, &xname)
+        }
+    };
+    if name.starts_with('f') {
+        let fd = fd_object(ctx, fdarg(0), detail)?;
+        return as_caller_do(&|| act(XattrOn::Fd(fd.as_fd())));
+    }
+    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    // The path is copied once: the decision and the call are on
+    // that copy.
+    let raw = ctx.read_cstring(ctx.arg(0), PATH_MAX).map_err(errno)?;
+    if name.starts_with('l') {
+        // The entry itself, not followed: its parent resolved once
+        // and held, the decision on the entry's path, the call
+        // through the held parent.
+        match parent(ctx.pid(), libc::AT_FDCWD, &raw, &creds) {
+            // "l/" follows l (the kernel's trailing-slash rule).
+            Ok(p) if !p.slash => {
+                *detail = p.path.clone();
+                check_write(ctx, &p.path)?;
+                let mut at = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
+                at.extend_from_slice(p.name.as_bytes());
+                let at = cstr(at)?;
+                return as_caller(&creds, || act(XattrOn::LinkPath(&at)));
+            }
+            // "/", "." or "..": a directory, never a link.
+            Ok(_) | Err(Denied::Errno(libc::EEXIST)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let fd = object_raw(ctx, libc::AT_FDCWD, &raw, 0, &creds, detail)?;
+    check_write(ctx, detail)?;
+    // Following our fd's /proc link lands on the object itself.
+    let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    as_caller(&creds, || act(XattrOn::Path(&link)))
+}
+
+/// ioctl(2) of the file-flag commands ([`SETTING_IOCTLS`],
+/// `FS_IOC_FSSETXATTR`) with a copied argument.
+fn ioctl(ctx: &dyn Task, detail: &mut String) -> Result<i64, Denied> {
+    let fdarg = |i: usize| ctx.arg(i) as i32;
+    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
+    let cmd = ctx.arg(1) as u32;
+    let size = match cmd {
+        FS_IOC_FSSETXATTR => 28,
+        c if SETTING_IOCTLS.contains(&c) => 4,
+        _ => return Err(Denied::Errno(libc::ENOSYS)),
+    };
+    let mut arg = vec![0u8; size];
+    if ctx
+        .read_mem(ctx.arg(2), &mut arg)
+        .map_err(|_| Denied::Errno(libc::EFAULT))?
+        != size
+    {
+        return Err(Denied::Errno(libc::EFAULT));
+    }
+    let fd = fd_object(ctx, fdarg(0), detail)?;
+    as_caller_do(&|| sys::meta::ioctl_in(fd.as_fd(), cmd, &arg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::task::fake::Fake;
+    use super::*;
+
+    /// The reply to `name(args)` from a caller whose memory is `mem` at
+    /// `Fake::BASE`.
+    fn reply(name: &str, args: [u64; 6], mem: &[u8]) -> Reply {
+        let t = Fake {
+            args,
+            ..Fake::new("name = 't'\n", mem.len())
+        };
+        t.mem.borrow_mut().copy_from_slice(mem);
+        meta(&t, name).reply
+    }
+
+    fn errno(name: &str, args: [u64; 6], mem: &[u8]) -> i32 {
+        match reply(name, args, mem) {
+            Reply::Errno(e) => e,
+            Reply::Value(v) => panic!("{name}: value {v}"),
+            _ => panic!("{name}: another reply"),
+        }
+    }
+
+    const B: u64 = Fake::BASE;
+
+    #[test]
+    fn ioctls_that_set_nothing_continue_and_setting_ones_are_copied() {
+        let tiocgwinsz = 0x5413;
+        assert!(matches!(
+            reply("ioctl", [0, tiocgwinsz, 0, 0, 0, 0], &[]),
+            Reply::Continue
+        ));
+        // FS_IOC_SETFLAGS with an unreadable argument.
+        assert_eq!(
+            errno("ioctl", [0, u64::from(SETTING_IOCTLS[0]), 0, 0, 0, 0], &[]),
+            libc::EFAULT
+        );
+    }
+
+    #[test]
+    fn xattr_names_values_and_flags_are_checked_as_the_kernel_does() {
+        let mut mem = b"/f\0\0user.a\0".to_vec();
+        let (path, empty, name) = (B, B + 3, B + 4);
+        // An empty name, one longer than 255 bytes: ERANGE.
+        assert_eq!(errno("setxattr", [path, empty, 0, 0, 0, 0], &mem), libc::ERANGE);
+        let long = mem.len() as u64;
+        mem.extend(std::iter::repeat_n(b'a', 300));
+        mem.push(0);
+        assert_eq!(errno("removexattr", [path, B + long, 0, 0, 0, 0], &mem), libc::ERANGE);
+        // Unknown flags: EINVAL; a value above 64 KiB: E2BIG; an
+        // unreadable one: EFAULT.
+        assert_eq!(errno("setxattr", [path, name, 0, 0, 4, 0], &mem), libc::EINVAL);
+        assert_eq!(errno("setxattr", [path, name, 0, 65537, 0, 0], &mem), libc::E2BIG);
+        assert_eq!(errno("setxattr", [path, name, 0, 8, 0, 0], &mem), libc::EFAULT);
+    }
+
+    #[test]
+    fn utimensat_checks_its_times_before_any_lookup() {
+        let ts = |sec: i64, nsec: i64| [sec.to_ne_bytes(), nsec.to_ne_bytes()].concat();
+        let omit = [ts(0, UTIME_OMIT), ts(0, UTIME_OMIT)].concat();
+        let cwd = libc::AT_FDCWD as u64;
+        // Both omitted: 0 at once, even for a path no one could read.
+        assert!(matches!(
+            reply("utimensat", [cwd, 0, B, 0, 0, 0], &omit),
+            Reply::Value(0)
+        ));
+        let bad = [ts(0, 1_000_000_000), ts(0, 0)].concat();
+        assert_eq!(errno("utimensat", [cwd, 0, B, 0, 0, 0], &bad), libc::EINVAL);
+        // A NULL path needs a real fd, not AT_FDCWD.
+        let now = [ts(0, UTIME_NOW), ts(0, 0)].concat();
+        assert_eq!(errno("utimensat", [cwd, 0, B, 0, 0, 0], &now), libc::EFAULT);
+        assert_eq!(errno("utimensat", [cwd, 0, 8, 0, 0, 0], &now), libc::EFAULT);
     }
 }

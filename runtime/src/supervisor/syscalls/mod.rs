@@ -10,7 +10,10 @@ mod net;
 mod open;
 pub(crate) mod path;
 mod sysinfo;
+mod task;
 mod uname;
+
+pub use task::Task;
 
 /// The pure decoders of what handlers copy out of a caller's memory: no
 /// syscalls, so tests and the fuzz targets (`fuzz/`) run them on any bytes.
@@ -136,8 +139,8 @@ impl Outcome {
 
     /// A refusal of container path `path` by a path rule: EACCES, naming
     /// the rule.
-    pub fn path_denied(ctx: &Ctx<'_>, path: String) -> Self {
-        let rule = ctx.sup.policy.explain_path(&path);
+    pub fn path_denied(t: &(impl Task + ?Sized), path: String) -> Self {
+        let rule = t.sup().policy.explain_path(&path);
         Self::new(Reply::Errno(libc::EACCES), "deny", path).by(rule)
     }
 }

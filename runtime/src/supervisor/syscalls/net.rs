@@ -18,7 +18,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::path::Denied;
-use super::{Ctx, Outcome, Reply};
+use super::{Ctx, Outcome, Reply, Task};
 use crate::policy::NetAction;
 use crate::supervisor::creds::{self, Creds};
 use crate::sys;
@@ -148,14 +148,15 @@ const DNS_PORTS: [u16; 2] = [53, 853];
 /// [`crate::policy::Policy::explain_net`]); `Ok(Some(rule))` when a `host`
 /// rule allowed. `send`: the address of a
 /// sendto/sendmsg (see [`Addr::send_ip`]).
-fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<Option<String>, (i32, String)>) {
+fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<Option<String>, (i32, String)>) {
     let dest = if send { addr.send_ip() } else { addr.ip() };
     let Some((ip, port)) = dest else {
         return (addr.describe(), Ok(None));
     };
-    let net = &ctx.sup.policy.net;
+    let sup = t.sup();
+    let net = &sup.policy.net;
     if net.has_names() && DNS_PORTS.contains(&port) {
-        let resolver = ctx.sup.names.resolver();
+        let resolver = sup.names.resolver();
         let to_resolver = resolver.is_some_and(|r| {
             let ip = match ip {
                 IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
@@ -174,11 +175,7 @@ fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<Option<Strin
             )),
         );
     }
-    let names = if net.has_names() {
-        ctx.sup.names.of(ip)
-    } else {
-        Vec::new()
-    };
+    let names = if net.has_names() { sup.names.of(ip) } else { Vec::new() };
     let (action, rule, which) = net.decide_named(ip, port, &names);
     let name = which
         .or(if names.is_empty() { None } else { Some(0) })
@@ -188,9 +185,9 @@ fn check(ctx: &Ctx<'_>, addr: &Addr, send: bool) -> (String, Result<Option<Strin
         None => addr.describe(),
     };
     if action == NetAction::Deny {
-        return (detail, Err((libc::EPERM, ctx.sup.policy.explain_net_rule(rule))));
+        return (detail, Err((libc::EPERM, sup.policy.explain_net_rule(rule))));
     }
-    let by = which.map(|_| ctx.sup.policy.explain_net_rule(rule));
+    let by = which.map(|_| sup.policy.explain_net_rule(rule));
     (detail, Ok(by))
 }
 
@@ -219,10 +216,6 @@ fn is_blocking(fd: &OwnedFd) -> bool {
         .unwrap_or(true)
 }
 
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-}
-
 /// For a unix path address, the address rewritten to reach the socket
 /// file the caller names, resolved whole inside the caller's root and
 /// mount namespace with its credentials (every symlink, the last component
@@ -244,23 +237,20 @@ fn unix_in_root(ctx: &Ctx<'_>, addr: &Addr, creds: &Creds) -> Result<Option<(Vec
 }
 
 /// The answer for a send(2)-family return value `r`, errno read at once.
-fn sent(r: isize) -> Reply {
-    if r >= 0 {
-        Reply::Value(r as i64)
-    } else {
-        Reply::Errno(last_errno())
+/// The reply for a call's result: its value, or its errno.
+fn reply<T: Into<i64>>(r: std::io::Result<T>) -> Reply {
+    match r {
+        Ok(v) => Reply::Value(v.into()),
+        Err(e) => Reply::Errno(e.raw_os_error().unwrap_or(libc::EIO)),
     }
 }
 
+fn sent(r: std::io::Result<usize>) -> Reply {
+    reply(r.map(|n| n as i64))
+}
+
 fn do_connect(sock: &OwnedFd, addr: &[u8]) -> Reply {
-    // SAFETY: `addr` is a byte buffer of the length we pass; the kernel
-    // copies it before returning.
-    let r = unsafe { libc::connect(sock.as_raw_fd(), addr.as_ptr().cast(), addr.len() as libc::socklen_t) };
-    if r == 0 {
-        Reply::Value(0)
-    } else {
-        Reply::Errno(last_errno())
-    }
+    reply(sys::net::connect(sock.as_fd(), addr).map(|()| 0))
 }
 
 /// Runs `f` (the call itself) as the caller: its uids, gids, groups and
@@ -465,14 +455,7 @@ pub fn bind(ctx: &Ctx<'_>) -> Outcome {
 }
 
 fn do_bind(sock: &OwnedFd, addr: &[u8]) -> Reply {
-    // SAFETY: `addr` is a byte buffer of the length we pass; the kernel
-    // copies it before returning.
-    let r = unsafe { libc::bind(sock.as_raw_fd(), addr.as_ptr().cast(), addr.len() as libc::socklen_t) };
-    if r == 0 {
-        Reply::Value(0)
-    } else {
-        Reply::Errno(last_errno())
-    }
+    reply(sys::net::bind(sock.as_fd(), addr).map(|()| 0))
 }
 
 /// Runs `f` on a thread of its own whose root directory, cwd and umask
@@ -534,17 +517,12 @@ pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
     let flags = ctx.arg(3) as i32;
     let run = move || {
         let r = as_caller_identity(&creds, || {
-            // SAFETY: `data` and `abytes` are our buffers with the lengths passed.
-            sent(unsafe {
-                libc::sendto(
-                    sock.as_raw_fd(),
-                    data.as_ptr().cast(),
-                    data.len(),
-                    flags | libc::MSG_NOSIGNAL,
-                    abytes.as_ptr().cast(),
-                    abytes.len() as libc::socklen_t,
-                )
-            })
+            sent(sys::net::sendto(
+                sock.as_fd(),
+                &data,
+                flags | libc::MSG_NOSIGNAL,
+                &abytes,
+            ))
         });
         drop(dir);
         r
@@ -791,26 +769,9 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
     let flags = ctx.arg(2) as i32;
     let blocking = flags & libc::MSG_DONTWAIT == 0 && is_blocking(&sock);
     let run = move || {
-        let mut iov = libc::iovec {
-            iov_base: data.as_ptr() as *mut libc::c_void,
-            iov_len: data.len(),
-        };
-        // SAFETY: msghdr is plain data; every pointer we set below points at
-        // buffers owned by this closure that outlive the sendmsg call.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        if let Some(a) = &abytes {
-            msg.msg_name = a.as_ptr() as *mut libc::c_void;
-            msg.msg_namelen = a.len() as libc::socklen_t;
-        }
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        if !control.is_empty() {
-            msg.msg_control = control.as_ptr() as *mut libc::c_void;
-            msg.msg_controllen = control.len();
-        }
         let r = as_caller_identity(&creds, || {
-            // SAFETY: see above; `msg` is valid for the duration of the call.
-            sent(unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, flags | libc::MSG_NOSIGNAL) })
+            let f = flags | libc::MSG_NOSIGNAL;
+            sent(sys::net::sendmsg(sock.as_fd(), &data, abytes.as_deref(), &control, f))
         });
         drop(held);
         drop(dir);
@@ -893,19 +854,7 @@ fn audit_netlink_allowed(ctx: &Ctx<'_>, sock: &OwnedFd, data: &[u8]) -> Result<(
 
 /// An int-valued SOL_SOCKET option of a socket (SO_DOMAIN, SO_PROTOCOL).
 fn sockopt_int(sock: &OwnedFd, opt: i32) -> Option<i32> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: an int-sized buffer and its length, as getsockopt(2) takes.
-    let r = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then_some(v)
+    sys::net::sockopt_int(sock.as_fd(), opt).ok()
 }
 
 /// Whether thread `tid` is in the supervisor's pid namespace.
@@ -917,7 +866,85 @@ fn same_pid_ns(tid: i32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::task::fake::Fake;
     use super::*;
+
+    fn v4(ip: [u8; 4], port: u16) -> Addr {
+        Addr::from_bytes(&sin(libc::AF_INET as u16, port, ip)).unwrap()
+    }
+
+    const RULES: &str = "name = 't'
+[[net]]
+cidr = '10.0.0.0/8'
+action = 'deny'
+[[net]]
+host = '*.example.com'
+ports = [443]
+action = 'allow'
+[[net]]
+cidr = '0.0.0.0/0'
+ports = [443]
+action = 'deny'
+";
+
+    #[test]
+    fn a_denied_network_gets_eperm_naming_its_rule() {
+        let t = Fake::new(RULES, 0);
+        let (detail, verdict) = check(&t, &v4([10, 1, 2, 3], 80), false);
+        assert_eq!(detail, "10.1.2.3:80");
+        let (errno, rule) = verdict.unwrap_err();
+        assert_eq!(errno, libc::EPERM);
+        assert!(rule.contains("10.0.0.0/8"), "{rule}");
+    }
+
+    #[test]
+    fn an_address_no_rule_names_is_allowed() {
+        let t = Fake::new(RULES, 0);
+        let (detail, verdict) = check(&t, &v4([192, 0, 2, 1], 80), false);
+        assert_eq!(detail, "192.0.2.1:80");
+        assert_eq!(verdict, Ok(None));
+    }
+
+    #[test]
+    fn an_address_the_resolver_answered_for_an_allowed_name_is_allowed_by_its_rule() {
+        let t = Fake::new(RULES, 0);
+        let ip = IpAddr::from([93, 184, 216, 34]);
+        let (_, verdict) = check(&t, &v4([93, 184, 216, 34], 443), false);
+        assert!(verdict.is_err(), "no name yet: the catch-all denies");
+        t.sup
+            .names
+            .bind(ip, "a.example.com", std::time::Duration::from_secs(60));
+        let (detail, verdict) = check(&t, &v4([93, 184, 216, 34], 443), false);
+        assert_eq!(detail, "a.example.com (93.184.216.34):443");
+        assert!(verdict.unwrap().unwrap().contains("*.example.com"));
+        // The name's rule covers port 443 only.
+        let (_, verdict) = check(&t, &v4([93, 184, 216, 34], 80), false);
+        assert_eq!(verdict, Ok(None));
+    }
+
+    #[test]
+    fn under_host_rules_dns_ports_reach_only_the_resolver() {
+        let t = Fake::new(RULES, 0);
+        for port in [53, 853] {
+            let (_, verdict) = check(&t, &v4([8, 8, 8, 8], port), false);
+            let (errno, why) = verdict.unwrap_err();
+            assert_eq!(errno, libc::EPERM);
+            assert!(why.starts_with("dns:"), "{why}");
+        }
+        // Without host rules, port 53 is an address like any other.
+        let t = Fake::new("name = 't'\n", 0);
+        assert_eq!(check(&t, &v4([8, 8, 8, 8], 53), false).1, Ok(None));
+    }
+
+    #[test]
+    fn unix_addresses_are_left_to_the_path_rules() {
+        let t = Fake::new(RULES, 0);
+        let mut b = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        b.extend_from_slice(b"/run/x.sock\0");
+        let (detail, verdict) = check(&t, &Addr::from_bytes(&b).unwrap(), false);
+        assert_eq!(detail, "unix:/run/x.sock");
+        assert_eq!(verdict, Ok(None));
+    }
 
     fn sin(family: u16, port: u16, ip: [u8; 4]) -> Vec<u8> {
         let mut b = family.to_ne_bytes().to_vec();

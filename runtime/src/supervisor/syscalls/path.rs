@@ -41,9 +41,7 @@ pub fn as_caller<T>(c: &Creds, f: impl FnOnce() -> std::io::Result<T>) -> Result
 }
 
 pub fn cwd_fd() -> std::os::fd::BorrowedFd<'static> {
-    // SAFETY: AT_FDCWD is a constant understood by the *at syscalls, never
-    // closed or dereferenced as a real fd.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::AT_FDCWD) }
+    sys::cwd_fd()
 }
 
 pub fn cstr(b: impl AsRef<[u8]>) -> Result<CString, Denied> {
@@ -52,13 +50,7 @@ pub fn cstr(b: impl AsRef<[u8]>) -> Result<CString, Denied> {
 
 /// A pidfd for thread `tid` (PIDFD_THREAD, Linux 6.9), or its process.
 pub fn pidfd_of(tid: i32) -> std::io::Result<OwnedFd> {
-    // SAFETY: integer arguments only.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, PIDFD_THREAD) };
-    if r >= 0 {
-        // SAFETY: a new fd returned by the kernel, owned by us.
-        return Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(r as i32) });
-    }
-    sys::pidfd_open(tid)
+    sys::pidfd_open_flags(tid, PIDFD_THREAD).or_else(|_| sys::pidfd_open(tid))
 }
 
 /// Our copy of the caller's fd `dirfd`.

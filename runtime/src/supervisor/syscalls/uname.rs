@@ -6,7 +6,7 @@
 //! "host"`), the same the container's `/proc/version` and
 //! `/proc/sys/kernel/osrelease` show.
 
-use super::{Ctx, Outcome, Reply};
+use super::{Outcome, Reply, Task};
 use crate::sys;
 
 fn fill(field: &mut [libc::c_char; 65], s: &str) {
@@ -16,22 +16,23 @@ fn fill(field: &mut [libc::c_char; 65], s: &str) {
 }
 
 /// Every field is written by us: copying the host's struct would leak it.
-pub fn uname(ctx: &Ctx<'_>) -> Outcome {
+pub fn uname(t: &(impl Task + ?Sized)) -> Outcome {
     // SAFETY-free: utsname is plain data; start from zeroes (NUL padding).
     let mut u = utsname_zeroed();
     fill(&mut u.sysname, "Linux");
     // The names the caller's UTS namespace holds now (the config's, or
     // what a sethostname/setdomainname inside made of them), else the
     // config's.
-    let (node, domain) =
-        names_in_uts_of(ctx.pid()).unwrap_or_else(|| (ctx.sup.hostname.clone(), domainname().to_string()));
+    let (node, domain) = t
+        .uts_names()
+        .unwrap_or_else(|| (t.sup().hostname.clone(), domainname().to_string()));
     fill(&mut u.nodename, &node);
-    let (release, version) = &ctx.sup.identity;
+    let (release, version) = &t.sup().identity;
     fill(&mut u.release, release);
     fill(&mut u.version, version);
     fill(&mut u.machine, "x86_64");
     fill(&mut u.domainname, &domain);
-    let reply = match sys::write_mem(ctx.pid(), ctx.arg(0), sys::pod_bytes(&u)) {
+    let reply = match t.write_mem(t.arg(0), sys::pod_bytes(&u)) {
         Ok(()) => Reply::Value(0),
         Err(_) => Reply::Errno(libc::EFAULT),
     };
@@ -46,7 +47,7 @@ pub fn uname(ctx: &Ctx<'_>) -> Outcome {
 /// from the same namespace, almost always the container's one, costs a
 /// stat(2) of `/proc/<pid>/ns/uts` and the uname. `None` when the
 /// namespace cannot be opened or joined.
-fn names_in_uts_of(pid: i32) -> Option<(String, String)> {
+pub(super) fn names_in_uts_of(pid: i32) -> Option<(String, String)> {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;
     thread_local! {
@@ -91,5 +92,57 @@ fn utsname_zeroed() -> libc::utsname {
         version: [0; 65],
         machine: [0; 65],
         domainname: [0; 65],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::task::fake::Fake;
+    use super::*;
+
+    fn field(bytes: &[u8], offset: usize) -> String {
+        let f = &bytes[offset..offset + 65];
+        String::from_utf8_lossy(&f[..f.iter().position(|&b| b == 0).unwrap()]).into_owned()
+    }
+
+    fn call(t: &Fake) -> (Outcome, Vec<u8>) {
+        let out = uname(t);
+        (out, t.mem.borrow().clone())
+    }
+
+    #[test]
+    fn shows_the_virtual_identity_and_the_uts_names_never_the_hosts() {
+        let mut t = Fake::new("name = 't'\n", std::mem::size_of::<libc::utsname>());
+        t.args[0] = Fake::BASE;
+        t.uts = Some(("web-1".into(), "example.org".into()));
+        let (out, mem) = call(&t);
+        assert!(matches!(out.reply, Reply::Value(0)));
+        assert_eq!(out.action, "emulate");
+        assert_eq!(out.detail, "release 6.1.0-virtual");
+        assert_eq!(field(&mem, 0), "Linux");
+        assert_eq!(field(&mem, 65), "web-1");
+        assert_eq!(field(&mem, 2 * 65), "6.1.0-virtual");
+        assert_eq!(field(&mem, 3 * 65), "#1 SMP cordon");
+        assert_eq!(field(&mem, 4 * 65), "x86_64");
+        assert_eq!(field(&mem, 5 * 65), "example.org");
+        let host = nix::sys::utsname::uname().unwrap();
+        assert_ne!(field(&mem, 3 * 65), host.version().to_string_lossy());
+    }
+
+    #[test]
+    fn without_the_uts_names_the_configured_hostname() {
+        let mut t = Fake::new("name = 't'\n", std::mem::size_of::<libc::utsname>());
+        t.args[0] = Fake::BASE;
+        let (_, mem) = call(&t);
+        assert_eq!(field(&mem, 65), "box");
+    }
+
+    #[test]
+    fn a_bad_buffer_gets_efault() {
+        let mut t = Fake::new("name = 't'\n", 10);
+        t.args[0] = Fake::BASE;
+        assert!(matches!(uname(&t).reply, Reply::Errno(libc::EFAULT)));
+        t.args[0] = 0;
+        assert!(matches!(uname(&t).reply, Reply::Errno(libc::EFAULT)));
     }
 }

@@ -1,0 +1,325 @@
+//! File metadata and directory-entry syscalls under the path policy: the
+//! stat, access and readlink families (a denied path gives EACCES, so its
+//! metadata stays hidden) and the calls that change the tree (mkdir,
+//! unlink, rename, link, symlink, chmod, chown, truncate, mknod), which need
+//! write access to every path they touch (a denied or read-only path gives
+//! EACCES).
+//!
+//! Like opens, they are performed by the supervisor on objects it resolved
+//! itself under the caller's root (openat2 RESOLVE_IN_ROOT), with the
+//! caller's credentials and umask, and the results copied back: the kernel
+//! never re-reads a path the decision was based on.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+mod access;
+mod attr;
+mod mknod;
+mod readlink;
+mod rename;
+mod stat;
+mod symlink;
+mod unlink;
+
+use super::path::*;
+use super::{Outcome, Reply, Task};
+use crate::supervisor::creds::Creds;
+
+/// Handles one notification of the families above (the file syscalls of
+/// [`crate::policy::EMULATED`] other than the open family).
+pub fn fs(ctx: &dyn Task, name: &str) -> Outcome {
+    let mut detail = String::new();
+    let reply = match run(ctx, name, &mut detail) {
+        Ok(v) => Reply::Value(v),
+        Err(Denied::Policy(p)) => return Outcome::path_denied(ctx, p),
+        Err(Denied::Errno(e)) => Reply::Errno(e),
+    };
+    Outcome::new(reply, "allow", detail)
+}
+
+pub(super) fn path_arg(ctx: &dyn Task, i: usize) -> Result<Vec<u8>, Denied> {
+    ctx.read_cstring(ctx.arg(i), PATH_MAX)
+        .map_err(|e| Denied::Errno(e.raw_os_error().unwrap_or(libc::EFAULT)))
+}
+
+fn check_read(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
+    if ctx.sup().policy.paths.access(path) == crate::policy::PathAccess::Deny {
+        return Err(Denied::Policy(path.to_string()));
+    }
+    Ok(())
+}
+
+pub(super) fn check_write(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
+    if !ctx.sup().policy.paths.allows_open(path, libc::O_WRONLY as u64) {
+        return Err(Denied::Policy(path.to_string()));
+    }
+    Ok(())
+}
+
+/// An O_PATH fd's `/proc/self/fd/N` path: operations through it act on
+/// exactly that object.
+fn fd_link(fd: &OwnedFd) -> CString {
+    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
+}
+
+/// One call being handled: what every family's handler takes.
+pub(super) struct Call<'c> {
+    ctx: &'c dyn Task,
+    /// The syscall's name.
+    name: &'c str,
+    /// The caller's credentials, taken once.
+    creds: &'c Creds,
+    /// The audit detail: the container path(s) the call named.
+    detail: &'c mut String,
+}
+
+/// (dirfd, path argument index) of a call's path: the dirfd from argument
+/// `dirfd_idx`, or `AT_FDCWD` for the calls without one.
+fn at(ctx: &dyn Task, dirfd_idx: Option<usize>, path_idx: usize) -> (i32, usize) {
+    (dirfd_idx.map(|i| ctx.arg(i) as i32).unwrap_or(libc::AT_FDCWD), path_idx)
+}
+
+fn run(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
+    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let c = &mut Call {
+        ctx,
+        name,
+        creds: &creds,
+        detail,
+    };
+    match name {
+        "stat" | "lstat" | "newfstatat" => stat::stat(c),
+        "statx" => stat::statx(c),
+        "access" | "faccessat" | "faccessat2" => access::access(c),
+        "readlink" | "readlinkat" => readlink::readlink(c),
+        "mkdir" | "mkdirat" | "mknod" | "mknodat" => mknod::mknod(c),
+        "unlink" | "rmdir" | "unlinkat" => unlink::unlink(c),
+        "rename" | "renameat" | "renameat2" | "link" | "linkat" => rename::rename(c),
+        "symlink" | "symlinkat" => symlink::symlink(c),
+        "chmod" | "fchmodat" | "chown" | "lchown" | "fchownat" | "truncate" => attr::attr(c),
+        _ => Err(Denied::Errno(libc::ENOSYS)),
+    }
+}
+
+/// The object a metadata call names: `dirfd` itself with AT_EMPTY_PATH and
+/// an empty path, else the path resolved in the caller's root. Checks that
+/// the policy does not deny it; `detail` gets its container path.
+pub(super) fn object(
+    ctx: &dyn Task,
+    dirfd: i32,
+    pi: usize,
+    flags: i32,
+    creds: &Creds,
+    detail: &mut String,
+) -> Result<OwnedFd, Denied> {
+    object_raw(ctx, dirfd, &path_arg(ctx, pi)?, flags, creds, detail)
+}
+
+/// As [`object`], for a path already copied from the caller (`raw`).
+pub(super) fn object_raw(
+    ctx: &dyn Task,
+    dirfd: i32,
+    raw: &[u8],
+    flags: i32,
+    creds: &Creds,
+    detail: &mut String,
+) -> Result<OwnedFd, Denied> {
+    let pid = ctx.pid();
+    if !ctx.still_valid() {
+        return Err(Denied::Errno(libc::EINTR));
+    }
+    let (fd, path) = if raw.is_empty() {
+        if flags & libc::AT_EMPTY_PATH == 0 {
+            return Err(Denied::Errno(libc::ENOENT));
+        }
+        let fd = dir_copy(pid, dirfd)?;
+        let p = container_path(&root_of(pid)?, &fd)?;
+        (fd, p.to_string_lossy().into_owned())
+    } else {
+        target(pid, dirfd, raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
+    };
+    *detail = path.clone();
+    check_read(ctx, &path)?;
+    Ok(fd)
+}
+
+/// The directory entry a tree-changing call names, with write access
+/// checked against the policy; `detail` gets its container path. "/", "."
+/// and ".." come back unchecked ([`Parent::last`]): no call changes them,
+/// each refuses them with its own errno.
+pub(super) fn entry(
+    ctx: &dyn Task,
+    dirfd: i32,
+    pi: usize,
+    creds: &Creds,
+    detail: &mut String,
+) -> Result<Parent, Denied> {
+    let raw = path_arg(ctx, pi)?;
+    if !ctx.still_valid() {
+        return Err(Denied::Errno(libc::EINTR));
+    }
+    if raw.is_empty() {
+        return Err(Denied::Errno(libc::ENOENT));
+    }
+    let p = parent_any(ctx.pid(), dirfd, &raw, creds)?;
+    *detail = p.path.clone();
+    if p.last == Last::Norm {
+        check_write(ctx, &p.path)?;
+    }
+    Ok(p)
+}
+
+/// The file type (`S_IFMT` bits) of the entry itself (not followed),
+/// looked up with the caller's credentials.
+pub(super) fn kind(p: &Parent, creds: &Creds) -> Result<u32, Denied> {
+    let st = as_caller(creds, || {
+        nix::sys::stat::fstatat(
+            Some(p.dir.as_raw_fd()),
+            p.name.as_c_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(std::io::Error::from)
+    })?;
+    Ok(st.st_mode & libc::S_IFMT)
+}
+
+/// EROFS when the entry's directory is on a read-only mount: the kernel
+/// says so before it looks the entry up.
+pub(super) fn read_only(p: &Parent) -> Result<(), Denied> {
+    match nix::sys::statvfs::fstatvfs(&p.dir) {
+        Ok(v) if v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) => Err(Denied::Errno(libc::EROFS)),
+        _ => Ok(()),
+    }
+}
+
+/// The checks the kernel makes on a name a call creates that is not a
+/// directory (mknod, symlink, link's new name): "/", "." and ".." exist
+/// (EEXIST); with a trailing slash it asked for a directory, so an
+/// existing entry gives EEXIST and a missing one ENOENT (even on a
+/// read-only mount: filename_create reports EROFS last).
+pub(super) fn new_name(p: &Parent, creds: &Creds) -> Result<(), Denied> {
+    if p.last != Last::Norm {
+        return Err(Denied::Errno(libc::EEXIST));
+    }
+    if p.slash {
+        kind(p, creds)?;
+        return Err(Denied::Errno(libc::EEXIST));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::task::fake::Fake;
+    use super::*;
+
+    /// A caller with the path "/etc/hosts" at `Fake::BASE` and "" right
+    /// after it.
+    fn caller() -> Fake {
+        let t = Fake::new("name = 't'\n", 64);
+        t.mem.borrow_mut()[..11].copy_from_slice(b"/etc/hosts\0");
+        t
+    }
+    const PATH: u64 = Fake::BASE;
+    const EMPTY: u64 = Fake::BASE + 10;
+
+    fn errno(t: &Fake, name: &str, args: [u64; 6]) -> i32 {
+        let t = Fake {
+            args,
+            ..Fake::new("name = 't'\n", 0)
+        }
+        .with_mem(t);
+        match fs(&t, name).reply {
+            Reply::Errno(e) => e,
+            Reply::Value(v) => panic!("{name}: value {v}"),
+            _ => panic!("{name}: another reply"),
+        }
+    }
+
+    #[test]
+    fn unknown_flag_bits_get_einval_before_any_lookup() {
+        let t = caller();
+        let bad = 0x4000_0000u64;
+        let cwd = libc::AT_FDCWD as u64;
+        for (name, args) in [
+            ("newfstatat", [cwd, PATH, PATH, bad, 0, 0]),
+            ("statx", [cwd, PATH, bad, 0, PATH, 0]),
+            // Both sync types at once.
+            ("statx", [cwd, PATH, libc::AT_STATX_SYNC_TYPE as u64, 0, PATH, 0]),
+            // A reserved mask bit.
+            ("statx", [cwd, PATH, 0, libc::STATX__RESERVED as u64, PATH, 0]),
+            ("faccessat", [cwd, PATH, 0o10, 0, 0, 0]),
+            ("faccessat2", [cwd, PATH, 0, bad, 0, 0]),
+            ("readlink", [PATH, PATH, 0, 0, 0, 0]),
+            ("readlinkat", [cwd, PATH, PATH, (-1i64) as u64, 0, 0]),
+            ("unlinkat", [cwd, PATH, libc::AT_SYMLINK_NOFOLLOW as u64, 0, 0, 0]),
+            ("renameat2", [cwd, PATH, cwd, PATH, bad, 0]),
+            (
+                "renameat2",
+                [
+                    cwd,
+                    PATH,
+                    cwd,
+                    PATH,
+                    u64::from(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE),
+                    0,
+                ],
+            ),
+            ("linkat", [cwd, PATH, cwd, PATH, libc::AT_SYMLINK_NOFOLLOW as u64, 0]),
+            ("fchownat", [cwd, PATH, 0, 0, bad, 0]),
+        ] {
+            assert_eq!(errno(&t, name, args), libc::EINVAL, "{name} {args:x?}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_path_gets_efault() {
+        let t = caller();
+        for name in [
+            "stat", "lstat", "access", "readlink", "mkdir", "unlink", "rmdir", "chmod", "truncate",
+        ] {
+            assert_eq!(errno(&t, name, [0, 0, 16, 0, 0, 0]), libc::EFAULT, "{name}");
+        }
+        assert_eq!(errno(&t, "symlink", [0, PATH, 0, 0, 0, 0]), libc::EFAULT);
+        assert_eq!(errno(&t, "rename", [0, PATH, 0, 0, 0, 0]), libc::EFAULT);
+    }
+
+    #[test]
+    fn an_empty_path_gets_enoent_without_at_empty_path() {
+        let t = caller();
+        let cwd = libc::AT_FDCWD as u64;
+        for (name, args) in [
+            ("stat", [EMPTY, PATH, 0, 0, 0, 0]),
+            ("newfstatat", [cwd, EMPTY, PATH, 0, 0, 0]),
+            ("access", [EMPTY, 0, 0, 0, 0, 0]),
+            ("mkdir", [EMPTY, 0o755, 0, 0, 0, 0]),
+            ("unlink", [EMPTY, 0, 0, 0, 0, 0]),
+            ("rename", [EMPTY, PATH, 0, 0, 0, 0]),
+            ("symlink", [PATH, EMPTY, 0, 0, 0, 0]),
+            ("chown", [EMPTY, 0, 0, 0, 0, 0]),
+        ] {
+            assert_eq!(errno(&t, name, args), libc::ENOENT, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_caller_that_stopped_waiting_gets_eintr_and_nothing_is_looked_up() {
+        let t = caller();
+        for (name, args) in [
+            ("stat", [PATH, PATH, 0, 0, 0, 0]),
+            ("readlink", [PATH, PATH, 16, 0, 0, 0]),
+            ("mkdir", [PATH, 0o755, 0, 0, 0, 0]),
+            ("unlink", [PATH, 0, 0, 0, 0, 0]),
+            ("rename", [PATH, PATH, 0, 0, 0, 0]),
+        ] {
+            let t = Fake {
+                args,
+                valid: false,
+                ..Fake::new("name = 't'\n", 0)
+            }
+            .with_mem(&t);
+            assert!(matches!(fs(&t, name).reply, Reply::Errno(libc::EINTR)), "{name}");
+        }
+    }
+}
