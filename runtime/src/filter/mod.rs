@@ -388,6 +388,41 @@ mod tests {
         );
     }
 
+    /// What every built-in policy's filter answers for every syscall
+    /// number (arguments all 0 and all 1s; seccomp-notify and ptrace),
+    /// as runs of equal answers: `decisions.snapshot`, taken before the
+    /// syscall table became the one place and kept so a change of any
+    /// disposition shows in review. `CORDON_WRITE_SNAPSHOT=1` rewrites it.
+    #[test]
+    fn decisions_match_the_snapshot() {
+        let mut text = String::new();
+        for (name, _) in crate::policy::BUILTIN {
+            let policy = Policy::load(name).unwrap();
+            let (n, t) = (compile(&policy), compile_for(&policy, crate::config::Platform::Ptrace));
+            let at = |nr| {
+                format!(
+                    "{:#x} {:#x} {:#x}",
+                    evaluate(&n, AUDIT_ARCH_X86_64, nr, &[0; 6]),
+                    evaluate(&n, AUDIT_ARCH_X86_64, nr, &[u64::MAX; 6]),
+                    evaluate(&t, AUDIT_ARCH_X86_64, nr, &[0; 6]),
+                )
+            };
+            let mut start = 0u32;
+            for nr in 1..=600u32 {
+                if nr == 600 || at(nr) != at(start) {
+                    text += &format!("{name} {start}-{} {}\n", nr - 1, at(start));
+                    start = nr;
+                }
+            }
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/filter/decisions.snapshot");
+        if std::env::var_os("CORDON_WRITE_SNAPSHOT").is_some() {
+            std::fs::write(path, &text).unwrap();
+        }
+        let kept = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(kept == text, "the filters' decisions changed; now:\n{text}");
+    }
+
     #[test]
     fn other_entry_points_refused() {
         let policy = Policy::load("permissive").unwrap();
