@@ -221,6 +221,9 @@ pub struct SyscallsArgs {
     /// Output format: table, csv or json
     #[arg(long, default_value = "table", value_parser = ["table", "csv", "json"])]
     pub format: String,
+    /// Add each syscall's disposition in cordon's table and its note
+    #[arg(long)]
+    pub notes: bool,
 }
 
 /// `supervise` arguments (set by `create`).

@@ -8,7 +8,8 @@
 //! x86-64 part:
 //!   nr >= 0x40000000 (x32 ABI)   -> ENOSYS
 //!   for each syscall with rules: nr == N -> its block
-//!   nr > max known, or a hole    -> ENOSYS
+//!   nr > max available, a hole   -> ENOSYS (unknown, or an ENOSYS entry
+//!                                   of the table: filter::table)
 //!   else                         -> default action
 //! block N: rule 1 conditions -> action 1; rule 2 ...; else default action
 //! ```
@@ -20,6 +21,7 @@
 //! `SECCOMP_RET_USER_NOTIF` on seccomp-notify, `SECCOMP_RET_TRACE` on
 //! ptrace ([`compile_for`]).
 
+mod entries_x86_64;
 pub mod table;
 mod table_x86_64;
 
@@ -201,16 +203,22 @@ fn compile_with(policy: &Policy, supervisor: u32) -> Vec<Insn> {
         dispatch_jumps.push((p.len(), nr));
         p.push(stmt(libc::BPF_JMP | libc::BPF_JA, 0));
     }
-    // Unknown numbers: above the table, or holes in it.
+    // Numbers containers may not make: above the last available one, or
+    // holes between them (unknown to the table, or refused by their entry).
+    let available: Vec<u32> = table::all()
+        .iter()
+        .map(|&(_, nr)| nr)
+        .filter(|&nr| table::available(nr))
+        .collect();
     p.push(jump(
         libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K,
-        table::max_number(),
+        available.last().copied().unwrap_or(0),
         0,
         1,
     ));
     p.push(ret(enosys));
-    for w in table::all().windows(2) {
-        let (lo, hi) = (w[0].1 + 1, w[1].1 - 1);
+    for w in available.windows(2) {
+        let (lo, hi) = (w[0] + 1, w[1] - 1);
         if lo <= hi {
             // nr < lo: skip both; lo <= nr <= hi: ENOSYS; nr > hi: skip the return.
             p.push(jump(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, lo, 0, 2));

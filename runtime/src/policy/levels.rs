@@ -33,7 +33,7 @@
 //! stays with the supervisor, as `org.cordon.enforcement = "supervisor"`
 //! asks for.
 
-use super::{Action, PathAccess, Policy, EMULATED};
+use super::{Action, PathAccess, Policy};
 use crate::filter::table;
 
 /// The annotation that chooses the enforcement level.
@@ -516,10 +516,9 @@ impl Policy {
         if landlock {
             kept.extend(LANDLOCK_UNCOVERED);
         }
-        let file_nrs: Vec<u32> = EMULATED
-            .iter()
+        let file_nrs: Vec<u32> = table::emulated()
             .filter(|n| !kept.contains(n))
-            .filter_map(|n| table::number(n))
+            .filter_map(table::number)
             .collect();
         let mut p = self.clone();
         for (nr, rules) in p.rules.iter_mut() {
