@@ -925,7 +925,7 @@ mod tests {
         for args in [[0; 6], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]] {
             let (act, errno) = ok.decide(nr, &args);
             assert_eq!(
-                crate::filter::evaluate(&prog, 0xc000_003e, nr, &args),
+                crate::filter::evaluate(&prog, crate::filter::AUDIT_ARCH_X86_64, nr, &args),
                 crate::filter::action_value(act, errno),
                 "{args:?}"
             );
