@@ -769,6 +769,35 @@ mod tests {
     /// one (by its name) must be classified, and each change is decided by
     /// the supervisor or refused under the built-in policies with path
     /// rules. `ioctl` is checked for the commands that set file flags.
+    /// Every syscall that takes a path has a decision under each built-in
+    /// policy with path rules: emulated under them, refused, or, for one
+    /// that only reads a path (its table entry says so), left to the
+    /// kernel.
+    #[test]
+    fn every_path_taking_syscall_is_decided() {
+        use table::Disposition;
+        for (policy, _) in BUILTIN {
+            let p = Policy::load(policy).unwrap();
+            if p.source.paths.is_empty() {
+                continue;
+            }
+            for (nr, e) in table::entries().filter(|(_, e)| e.path.is_some()) {
+                for args in [[0; 6], [u64::MAX; 6]] {
+                    let (action, _) = p.decide(nr, &args);
+                    let decided = match action {
+                        Action::Emulate | Action::Deny | Action::Kill => true,
+                        Action::Allow | Action::Audit => e.disposition == Disposition::Reads,
+                    };
+                    assert!(
+                        decided,
+                        "{policy}: {} takes a path and is let through ({action:?})",
+                        e.name
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_file_change_is_decided_or_refused() {
         let words = [
