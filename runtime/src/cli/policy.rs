@@ -240,6 +240,7 @@ pub fn syscalls(a: SyscallsArgs) -> anyhow::Result<i32> {
         .map(|(nr, e)| {
             let rules = p.rules.get(&nr);
             let disp = match rules {
+                _ if e.disposition == table::Disposition::Unfiltered => "none (kernel skips seccomp)".to_string(),
                 _ if !table::available(nr) => action_name(Action::Deny, libc::ENOSYS),
                 None => action_name(p.default_action, p.default_errno),
                 Some(rs) if rs.len() == 1 && rs[0].args.is_empty() => action_name(rs[0].action, rs[0].errno),

@@ -5,7 +5,7 @@
 //! emulate it, its disposition and a one-line note. A unit test
 //! (`super::table`) fails when an entry and the kernel's row disagree.
 
-use super::table::Disposition::{Changes, Mount, Nosys, Policy, Reads};
+use super::table::Disposition::{Changes, Mount, Nosys, Policy, Reads, Unfiltered};
 use super::table::Entry;
 use super::table::Family::{Bind, Connect, Fs, Meta, Open, Sendmsg, Sendto, Sysinfo, Uname};
 
@@ -23,6 +23,9 @@ const fn mount(name: &'static str, note: &'static str) -> Entry {
 }
 const fn nosys(name: &'static str, note: &'static str) -> Entry {
     Entry::new(name, Nosys, note)
+}
+const fn unfiltered(name: &'static str, note: &'static str) -> Entry {
+    Entry::new(name, Unfiltered, note)
 }
 
 /// Refused with ENOSYS: new to the table (Linux 6.5 to 6.19), no entry
@@ -366,8 +369,8 @@ pub const ENTRIES: &[Entry] = &[
     reads("statx", 1, "metadata by path").by(Fs),
     nosys("io_pgetevents", "Linux AIO with a signal mask: missing from the libc table cordon's table was first generated from, so always ENOSYS; io_getevents remains"),
     sys("rseq", "restartable sequences"),
-    nosys("uretprobe", NEW),
-    nosys("uprobe", NEW),
+    unfiltered("uretprobe", "the uretprobe trampoline's return: the kernel runs it without seccomp (Linux 6.18 answers ENXIO outside a uretprobe)"),
+    unfiltered("uprobe", "the uprobe trampoline's call: the kernel runs it without seccomp (outside a uprobe Linux 6.18 kills the caller)"),
     sys("pidfd_send_signal", "signals through a pidfd"),
     sys("io_uring_setup", "io_uring submissions bypass seccomp; ENOSYS by rules"),
     sys("io_uring_enter", "io_uring submissions bypass seccomp; ENOSYS by rules"),

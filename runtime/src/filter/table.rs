@@ -108,6 +108,11 @@ pub enum Disposition {
     /// Refused with ENOSYS whatever the policy says, and no policy rule
     /// may name it (the note says why).
     Nosys,
+    /// The kernel runs it without consulting seccomp (the uprobe
+    /// trampolines' calls): no filter decides it. Where a kernel does ask,
+    /// the filter answers ENOSYS, as for [`Disposition::Nosys`], and no
+    /// policy rule may name it.
+    Unfiltered,
 }
 
 impl Disposition {
@@ -119,6 +124,7 @@ impl Disposition {
             Disposition::Changes => "changes files",
             Disposition::Mount => "mount",
             Disposition::Nosys => "ENOSYS",
+            Disposition::Unfiltered => "no seccomp",
         }
     }
 }
@@ -188,11 +194,11 @@ pub fn entry_named(name: &str) -> Option<&'static Entry> {
     number(name).and_then(entry)
 }
 
-/// Whether containers may make syscall `nr` at all: the table knows it and
-/// its entry is not [`Disposition::Nosys`]. Other numbers get ENOSYS from
-/// the filter whatever the policy says.
+/// Whether a policy decides syscall `nr`: the table knows it and its entry
+/// is neither [`Disposition::Nosys`] nor [`Disposition::Unfiltered`].
+/// Other numbers get ENOSYS from the filter whatever the policy says.
 pub fn available(nr: u32) -> bool {
-    entry(nr).is_some_and(|e| e.disposition != Disposition::Nosys)
+    entry(nr).is_some_and(|e| !matches!(e.disposition, Disposition::Nosys | Disposition::Unfiltered))
 }
 
 /// The highest number in the table.
@@ -265,7 +271,7 @@ mod tests {
     /// names it.
     #[test]
     fn every_path_is_accounted_for() {
-        for (_, e) in entries() {
+        for (nr, e) in entries() {
             if e.path.is_some() {
                 assert_ne!(e.disposition, Disposition::Policy, "{} takes a path", e.name);
             }
@@ -276,12 +282,7 @@ mod tests {
                 assert!(e.path.is_some(), "{}: the path handlers need a path", e.name);
             }
             if e.family.is_some() {
-                assert_ne!(
-                    e.disposition,
-                    Disposition::Nosys,
-                    "{} cannot be emulated and refused",
-                    e.name
-                );
+                assert!(available(nr), "{} cannot be emulated and refused", e.name);
             }
         }
     }
