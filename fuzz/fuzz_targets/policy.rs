@@ -15,7 +15,7 @@ use cordon::policy::model::{ArgOp, PathRule, SyscallRule};
 use cordon::policy::{Action, ArgMatch, NetAction, PathAccess, Policy, PolicyFile};
 use libfuzzer_sys::fuzz_target;
 
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+use filter::AUDIT_ARCH_X86_64;
 /// BPF_MAXINSNS: the kernel refuses longer seccomp programs.
 const BPF_MAXINSNS: usize = 4096;
 

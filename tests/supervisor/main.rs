@@ -627,6 +627,12 @@ fn policy_commands_and_annotation_errors() {
     let out = ok(&env.cordon(&["syscalls", "--format", "csv"]));
     assert!(out.contains("321,bpf,\"deny (EPERM)\""), "{out}");
     assert!(out.contains("63,uname,\"emulate\""), "{out}");
+    // --notes adds each entry's disposition and note; a syscall new to the
+    // table is refused with ENOSYS whatever the policy.
+    let out = ok(&env.cordon(&["syscalls", "--format", "csv", "--notes", "--policy", "permissive"]));
+    assert!(out.starts_with("nr,name,action,disposition,note\n"), "{out}");
+    assert!(out.contains("\n451,cachestat,\"deny (ENOSYS)\",ENOSYS,\""), "{out}");
+    assert!(out.contains("\n257,openat,\"allow\",changes files,\""), "{out}");
 }
 
 #[test]

@@ -221,6 +221,9 @@ pub struct SyscallsArgs {
     /// Output format: table, csv or json
     #[arg(long, default_value = "table", value_parser = ["table", "csv", "json"])]
     pub format: String,
+    /// Add each syscall's disposition in cordon's table and its note
+    #[arg(long)]
+    pub notes: bool,
 }
 
 /// What `--version` prints, as runc does: the version, the commit, the

@@ -236,11 +236,12 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
 
 pub fn syscalls(a: SyscallsArgs) -> anyhow::Result<i32> {
     let p = Policy::load(&a.policy)?;
-    let rows: Vec<(u32, &str, String)> = table::all()
-        .iter()
-        .map(|&(name, nr)| {
+    let rows: Vec<(u32, &str, String, &table::Entry)> = table::entries()
+        .map(|(nr, e)| {
             let rules = p.rules.get(&nr);
             let disp = match rules {
+                _ if e.disposition == table::Disposition::Unfiltered => "none (kernel skips seccomp)".to_string(),
+                _ if !table::available(nr) => action_name(Action::Deny, libc::ENOSYS),
                 None => action_name(p.default_action, p.default_errno),
                 Some(rs) if rs.len() == 1 && rs[0].args.is_empty() => action_name(rs[0].action, rs[0].errno),
                 Some(rs) => format!(
@@ -251,27 +252,49 @@ pub fn syscalls(a: SyscallsArgs) -> anyhow::Result<i32> {
                         .join(", ")
                 ),
             };
-            (nr, name, disp)
+            (nr, e.name, disp, e)
         })
         .collect();
     match a.format.as_str() {
         "json" => {
             let v: Vec<_> = rows
                 .iter()
-                .map(|(nr, n, d)| serde_json::json!({"nr": nr, "name": n, "action": d}))
+                .map(|(nr, n, d, e)| {
+                    let mut row = serde_json::json!({"nr": nr, "name": n, "action": d});
+                    if a.notes {
+                        row["disposition"] = e.disposition.label().into();
+                        row["note"] = e.note.into();
+                    }
+                    row
+                })
                 .collect();
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         "csv" => {
-            println!("nr,name,action");
-            for (nr, n, d) in rows {
-                println!("{nr},{n},\"{d}\"");
+            println!("nr,name,action{}", if a.notes { ",disposition,note" } else { "" });
+            for (nr, n, d, e) in rows {
+                if a.notes {
+                    let note = e.note.replace('"', "\"\"");
+                    println!("{nr},{n},\"{d}\",{},\"{note}\"", e.disposition.label());
+                } else {
+                    println!("{nr},{n},\"{d}\"");
+                }
             }
         }
         _ => {
-            println!("{:>4} {:<26} ACTION (policy {})", "NR", "NAME", p.name);
-            for (nr, n, d) in rows {
-                println!("{nr:>4} {n:<26} {d}");
+            if a.notes {
+                println!(
+                    "{:>4} {:<26} {:<32} {:<14} NOTE (policy {})",
+                    "NR", "NAME", "ACTION", "DISPOSITION", p.name
+                );
+                for (nr, n, d, e) in rows {
+                    println!("{nr:>4} {n:<26} {d:<32} {:<14} {}", e.disposition.label(), e.note);
+                }
+            } else {
+                println!("{:>4} {:<26} ACTION (policy {})", "NR", "NAME", p.name);
+                for (nr, n, d, _) in rows {
+                    println!("{nr:>4} {n:<26} {d}");
+                }
             }
             println!("   - any other number          deny (ENOSYS); i386 and x32 entry points: ENOSYS");
         }

@@ -8,7 +8,8 @@
 //! x86-64 part:
 //!   nr >= 0x40000000 (x32 ABI)   -> ENOSYS
 //!   for each syscall with rules: nr == N -> its block
-//!   nr > max known, or a hole    -> ENOSYS
+//!   nr > max available, a hole   -> ENOSYS (unknown, or an ENOSYS entry
+//!                                   of the table: filter::table)
 //!   else                         -> default action
 //! block N: rule 1 conditions -> action 1; rule 2 ...; else default action
 //! ```
@@ -20,6 +21,7 @@
 //! `SECCOMP_RET_USER_NOTIF` on seccomp-notify, `SECCOMP_RET_TRACE` on
 //! ptrace ([`compile_for`]).
 
+mod entries_x86_64;
 pub mod table;
 mod table_x86_64;
 
@@ -201,16 +203,22 @@ fn compile_with(policy: &Policy, supervisor: u32) -> Vec<Insn> {
         dispatch_jumps.push((p.len(), nr));
         p.push(stmt(libc::BPF_JMP | libc::BPF_JA, 0));
     }
-    // Unknown numbers: above the table, or holes in it.
+    // Numbers containers may not make: above the last available one, or
+    // holes between them (unknown to the table, or refused by their entry).
+    let available: Vec<u32> = table::all()
+        .iter()
+        .map(|&(_, nr)| nr)
+        .filter(|&nr| table::available(nr))
+        .collect();
     p.push(jump(
         libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K,
-        table::max_number(),
+        available.last().copied().unwrap_or(0),
         0,
         1,
     ));
     p.push(ret(enosys));
-    for w in table::all().windows(2) {
-        let (lo, hi) = (w[0].1 + 1, w[1].1 - 1);
+    for w in available.windows(2) {
+        let (lo, hi) = (w[0] + 1, w[1] - 1);
         if lo <= hi {
             // nr < lo: skip both; lo <= nr <= hi: ENOSYS; nr > hi: skip the return.
             p.push(jump(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, lo, 0, 2));
@@ -386,6 +394,41 @@ mod tests {
             evaluate(&t, AUDIT_ARCH_X86_64, libc::SYS_clone3 as u32, &[0; 6]),
             action_value(Action::Deny, libc::ENOSYS)
         );
+    }
+
+    /// What every built-in policy's filter answers for every syscall
+    /// number (arguments all 0 and all 1s; seccomp-notify and ptrace),
+    /// as runs of equal answers: `decisions.snapshot`, taken before the
+    /// syscall table became the one place and kept so a change of any
+    /// disposition shows in review. `CORDON_WRITE_SNAPSHOT=1` rewrites it.
+    #[test]
+    fn decisions_match_the_snapshot() {
+        let mut text = String::new();
+        for (name, _) in crate::policy::BUILTIN {
+            let policy = Policy::load(name).unwrap();
+            let (n, t) = (compile(&policy), compile_for(&policy, crate::config::Platform::Ptrace));
+            let at = |nr| {
+                format!(
+                    "{:#x} {:#x} {:#x}",
+                    evaluate(&n, AUDIT_ARCH_X86_64, nr, &[0; 6]),
+                    evaluate(&n, AUDIT_ARCH_X86_64, nr, &[u64::MAX; 6]),
+                    evaluate(&t, AUDIT_ARCH_X86_64, nr, &[0; 6]),
+                )
+            };
+            let mut start = 0u32;
+            for nr in 1..=600u32 {
+                if nr == 600 || at(nr) != at(start) {
+                    text += &format!("{name} {start}-{} {}\n", nr - 1, at(start));
+                    start = nr;
+                }
+            }
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/filter/decisions.snapshot");
+        if std::env::var_os("CORDON_WRITE_SNAPSHOT").is_some() {
+            std::fs::write(path, &text).unwrap();
+        }
+        let kept = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(kept == text, "the filters' decisions changed; now:\n{text}");
     }
 
     #[test]

@@ -31,147 +31,13 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("agent", include_str!("../../policies/agent.toml")),
 ];
 
-/// Syscalls the supervisor can emulate; `emulate` on any other is an error.
-pub const EMULATED: &[&str] = &[
-    "uname",
-    "sysinfo",
-    "open",
-    "openat",
-    "openat2",
-    "creat",
-    "connect",
-    "sendto",
-    "sendmsg",
-    "stat",
-    "lstat",
-    "newfstatat",
-    "statx",
-    "access",
-    "faccessat",
-    "faccessat2",
-    "readlink",
-    "readlinkat",
-    "mkdir",
-    "mkdirat",
-    "unlink",
-    "unlinkat",
-    "rmdir",
-    "rename",
-    "renameat",
-    "renameat2",
-    "link",
-    "linkat",
-    "symlink",
-    "symlinkat",
-    "chmod",
-    "fchmodat",
-    "chown",
-    "lchown",
-    "fchownat",
-    "truncate",
-    "mknod",
-    "mknodat",
-    "fchmod",
-    "fchown",
-    "fchmodat2",
-    "utimensat",
-    "utime",
-    "utimes",
-    "futimesat",
-    "setxattr",
-    "lsetxattr",
-    "fsetxattr",
-    "removexattr",
-    "lremovexattr",
-    "fremovexattr",
-    "ioctl",
-    "bind",
-];
-
-/// The syscalls that change the mount table: refused outright, they pin
-/// every caller's root ([`Policy::pins_root`]) and change files under no
-/// path rule (the file-change test covers them with [`FILE_CHANGES`]).
-pub const MOUNT_CALLS: &[&str] = &[
-    "mount",
-    "umount2",
-    "move_mount",
-    "open_tree",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
-];
-
-/// Syscalls that change a file's data or metadata, or the tree, by path
-/// or through an fd opened for reading (or O_PATH): each must be decided
-/// by the supervisor under the path rules or refused outright by every
-/// built-in policy that has path rules (`default`, `audit`), for the
-/// arguments that change something (see the test below). Calls that write
-/// data need an fd opened for writing (write, pwrite64, ftruncate,
-/// fallocate, copy_file_range, ...): the open decided on that.
-pub const FILE_CHANGES: &[&str] = &[
-    "open",
-    "openat",
-    "openat2",
-    "creat",
-    "truncate",
-    "rename",
-    "renameat",
-    "renameat2",
-    "mkdir",
-    "mkdirat",
-    "rmdir",
-    "link",
-    "linkat",
-    "unlink",
-    "unlinkat",
-    "symlink",
-    "symlinkat",
-    "chmod",
-    "fchmodat",
-    "fchmodat2",
-    "fchmod",
-    "chown",
-    "lchown",
-    "fchownat",
-    "fchown",
-    "utime",
-    "utimes",
-    "futimesat",
-    "utimensat",
-    "mknod",
-    "mknodat",
-    "setxattr",
-    "lsetxattr",
-    "fsetxattr",
-    "removexattr",
-    "lremovexattr",
-    "fremovexattr",
-    "ioctl",
-    "bind",
-    "mount",
-    "umount2",
-    "move_mount",
-    "open_tree",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
-    "name_to_handle_at",
-    "open_by_handle_at",
-    "swapon",
-    "swapoff",
-    "quotactl",
-    "quotactl_fd",
-    "acct",
-];
-
 /// Syscalls whose names look like file changes but are not: reads of
 /// metadata, persistence of data already written, objects outside the
 /// container's file tree (POSIX message queues, memfds), or writes through
-/// an fd that had to be opened for writing (see [`FILE_CHANGES`]).
+/// an fd that had to be opened for writing. The file-change test checks
+/// that the syscall table gives none of them the disposition
+/// [`table::Disposition::Changes`], and that every other name that looks
+/// like a file change has it (or is a mount call or refused).
 pub const NOT_FILE_CHANGES: &[&str] = &[
     "write",
     "pwrite64",
@@ -465,16 +331,29 @@ impl Policy {
             for (j, name) in r.names.iter().enumerate() {
                 let nr = table::number(name)
                     .ok_or_else(|| invalid(format!("{at}.names[{j}]"), format!("unknown syscall {name:?}")))?;
+                let entry = table::entry(nr).expect("a known number has an entry");
+                if entry.disposition == table::Disposition::Nosys {
+                    return Err(invalid(
+                        format!("{at}.names[{j}]"),
+                        format!(
+                            "{name} is refused with ENOSYS by cordon's syscall table: {}",
+                            entry.note
+                        ),
+                    ));
+                }
                 if matches!(r.action, Action::Emulate | Action::Audit) && HANDOVER.contains(&name.as_str()) {
                     return Err(invalid(
                         format!("{at}.names[{j}]"),
                         format!("{name} cannot go to the supervisor: it carries the listener handover"),
                     ));
                 }
-                if r.action == Action::Emulate && !EMULATED.contains(&name.as_str()) {
+                if r.action == Action::Emulate && entry.family.is_none() {
                     return Err(invalid(
                         format!("{at}.names[{j}]"),
-                        format!("{name} cannot be emulated (emulated: {})", EMULATED.join(", ")),
+                        format!(
+                            "{name} cannot be emulated (emulated: {})",
+                            table::emulated().collect::<Vec<_>>().join(", ")
+                        ),
                     ));
                 }
                 rules.entry(nr).or_default().push(Rule {
@@ -561,9 +440,10 @@ impl Policy {
     }
 
     /// The action for syscall `nr` with argument registers `args`, and the
-    /// errno for a deny. Unknown numbers give `(Deny, ENOSYS)`.
+    /// errno for a deny. Numbers the table does not make available
+    /// ([`table::available`]) give `(Deny, ENOSYS)`.
     pub fn decide(&self, nr: u32, args: &[u64; 6]) -> (Action, i32) {
-        if table::name(nr).is_none() {
+        if !table::available(nr) {
             return (Action::Deny, libc::ENOSYS);
         }
         match self.rules.get(&nr) {
@@ -610,13 +490,13 @@ impl Policy {
 
     /// Whether no process under this policy can change its root directory:
     /// chroot, pivot_root and setns are refused outright, and so is every
-    /// mount call (so a private mount namespace from unshare(CLONE_NEWNS)
+    /// mount call ([`table::Disposition::Mount`]) (so a private mount namespace from unshare(CLONE_NEWNS)
     /// stays an exact copy). The supervisor then keeps each caller's root
     /// between calls (supervisor/task.rs).
     pub fn pins_root(&self) -> bool {
         ["chroot", "pivot_root", "setns"]
-            .iter()
-            .chain(MOUNT_CALLS)
+            .into_iter()
+            .chain(table::with(table::Disposition::Mount))
             .all(|n| self.always_refuses(n))
     }
 
@@ -738,24 +618,69 @@ mod tests {
         }
     }
 
-    /// docs/POLICY.md's list of the syscalls `emulate` takes is EMULATED.
+    /// The lists of docs/POLICY.md that come from the syscall table: the
+    /// syscalls `emulate` takes, per handler family, and the TOML that
+    /// emulates the whole file family. On a stale doc the test prints the
+    /// text to paste.
     #[test]
-    fn the_documented_emulated_list_is_the_table() {
-        let doc = include_str!("../../../docs/POLICY.md");
-        let start = doc.find("`emulate` is accepted only").expect("the paragraph");
-        let end = start + doc[start..].find("`write`, `read`").expect("its end");
-        let mut documented: Vec<&str> = doc[start..end]
-            .split('`')
-            .skip(1)
-            .step_by(2)
-            .flat_map(str::split_whitespace)
-            .filter(|w| table::number(w).is_some())
+    fn the_documented_lists_are_the_table() {
+        use table::Family;
+        let names = |f: Family| {
+            table::entries()
+                .filter(|(_, e)| e.family == Some(f))
+                .map(|(_, e)| e.name)
+                .collect::<Vec<_>>()
+        };
+        let families = [
+            (Family::Uname, "the kernel identity"),
+            (Family::Sysinfo, "memory and uptime"),
+            (Family::Open, "opens"),
+            (Family::Connect, "egress"),
+            (Family::Sendto, "egress"),
+            (Family::Sendmsg, "egress"),
+            (Family::Bind, "unix socket paths"),
+            (Family::Fs, "metadata reads and tree changes"),
+            (Family::Meta, "metadata changes, by path and by fd"),
+        ];
+        let emulated: String = families
+            .iter()
+            .map(|&(f, what)| format!("- {f:?} ({what}): `{}`\n", names(f).join(" ")))
             .collect();
-        documented.sort();
-        documented.dedup();
-        let mut emulated = EMULATED.to_vec();
-        emulated.sort();
-        assert_eq!(documented, emulated, "docs/POLICY.md and EMULATED differ");
+        // What `names = [...]` wraps to at 80 columns.
+        let mut toml = String::from("```toml\n[[syscall]]\nnames = [");
+        let mut line = toml.len() - toml.rfind('\n').unwrap_or(0) - 1;
+        for (i, n) in names(Family::Fs).iter().enumerate() {
+            let item = format!("\"{n}\"");
+            if i > 0 {
+                toml.push(',');
+                line += 1;
+                if line + 1 + item.len() + 1 > 80 {
+                    toml.push_str("\n        ");
+                    line = 8;
+                } else {
+                    toml.push(' ');
+                    line += 1;
+                }
+            }
+            toml.push_str(&item);
+            line += item.len();
+        }
+        toml.push_str("]\naction = \"emulate\"\n```\n");
+        let body = toml.trim_start_matches("```toml\n").trim_end_matches("```\n");
+        Policy::from_toml(&format!("name = \"doc\"\n{body}"), "doc").expect("the documented TOML");
+        let doc = include_str!("../../../docs/POLICY.md");
+        let blocks: Vec<&str> = doc
+            .split("a unit test checks it -->\n")
+            .skip(1)
+            .map(|b| &b[..b.find("<!-- end of generated list -->").expect("the block's end")])
+            .collect();
+        assert_eq!(blocks.len(), 2, "docs/POLICY.md's generated blocks");
+        for (found, want) in blocks.iter().zip([&emulated, &toml]) {
+            assert!(
+                found == want,
+                "docs/POLICY.md is stale: replace its generated block by\n{want}"
+            );
+        }
     }
 
     #[test]
@@ -844,6 +769,35 @@ mod tests {
     /// one (by its name) must be classified, and each change is decided by
     /// the supervisor or refused under the built-in policies with path
     /// rules. `ioctl` is checked for the commands that set file flags.
+    /// Every syscall that takes a path has a decision under each built-in
+    /// policy with path rules: emulated under them, refused, or, for one
+    /// that only reads a path (its table entry says so), left to the
+    /// kernel.
+    #[test]
+    fn every_path_taking_syscall_is_decided() {
+        use table::Disposition;
+        for (policy, _) in BUILTIN {
+            let p = Policy::load(policy).unwrap();
+            if p.source.paths.is_empty() {
+                continue;
+            }
+            for (nr, e) in table::entries().filter(|(_, e)| e.path.is_some()) {
+                for args in [[0; 6], [u64::MAX; 6]] {
+                    let (action, _) = p.decide(nr, &args);
+                    let decided = match action {
+                        Action::Emulate | Action::Deny | Action::Kill => true,
+                        Action::Allow | Action::Audit => e.disposition == Disposition::Reads,
+                    };
+                    assert!(
+                        decided,
+                        "{policy}: {} takes a path and is let through ({action:?})",
+                        e.name
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_file_change_is_decided_or_refused() {
         let words = [
@@ -869,17 +823,29 @@ mod tests {
             "bind",
             "fallocate",
         ];
+        use table::Disposition;
+        let file_changes: Vec<&str> = table::with(Disposition::Changes)
+            .chain(table::with(Disposition::Mount))
+            .collect();
+        for name in NOT_FILE_CHANGES {
+            assert!(
+                !file_changes.contains(name),
+                "{name} is in NOT_FILE_CHANGES and changes files"
+            );
+        }
         for &(name, _) in table::all() {
             if words.iter().any(|w| name.contains(w)) {
                 assert!(
-                    FILE_CHANGES.contains(&name) || MOUNT_CALLS.contains(&name) || NOT_FILE_CHANGES.contains(&name),
-                    "{name} may change files: classify it in FILE_CHANGES or NOT_FILE_CHANGES"
+                    file_changes.contains(&name)
+                        || NOT_FILE_CHANGES.contains(&name)
+                        || table::entry_named(name).is_some_and(|e| e.disposition == Disposition::Nosys),
+                    "{name} may change files: give it the disposition Changes in the syscall table, or list it in NOT_FILE_CHANGES"
                 );
             }
         }
         for policy in ["default", "audit"] {
             let p = Policy::load(policy).unwrap();
-            for name in FILE_CHANGES.iter().chain(MOUNT_CALLS) {
+            for name in &file_changes {
                 let nr = table::number(name).unwrap_or_else(|| panic!("{name} not in the table"));
                 let argsets: Vec<[u64; 6]> = if *name == "ioctl" {
                     crate::supervisor::syscalls::SETTING_IOCTLS
@@ -988,7 +954,7 @@ mod tests {
         for args in [[0; 6], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]] {
             let (act, errno) = ok.decide(nr, &args);
             assert_eq!(
-                crate::filter::evaluate(&prog, 0xc000_003e, nr, &args),
+                crate::filter::evaluate(&prog, crate::filter::AUDIT_ARCH_X86_64, nr, &args),
                 crate::filter::action_value(act, errno),
                 "{args:?}"
             );
@@ -1027,6 +993,18 @@ mod tests {
         assert!(e.to_string().contains("syscall[0].errno"), "{e}");
         let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['getpid']\naction='emulate'\n", "t").unwrap_err();
         assert!(e.to_string().contains("getpid cannot be emulated"), "{e}");
+        // A syscall the table refuses whatever the policy says cannot be
+        // named: a rule for it would silently never apply.
+        let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['cachestat']\naction='allow'\n", "t").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("policy t: syscall[0].names[0]: cachestat is refused with ENOSYS"),
+            "{e}"
+        );
+        let nr = |n| table::number(n).unwrap();
+        let p = Policy::load("permissive").unwrap();
+        assert_eq!(p.decide(nr("cachestat"), &[0; 6]), (Action::Deny, libc::ENOSYS));
+        assert_eq!(p.decide(nr("mseal"), &[0; 6]).0, Action::Allow);
         let e = Policy::from_toml("name='x'\n[[net]]\ncidr='10.0.0.0/33'\naction='deny'\n", "t").unwrap_err();
         assert!(e.to_string().contains("net[0].cidr"), "{e}");
         let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['write']\naction='audit'\n", "t").unwrap_err();

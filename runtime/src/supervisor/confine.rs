@@ -105,23 +105,9 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_unlink,
     // rotating the audit trail (audit.rs): std::fs::rename is rename(2)
     libc::SYS_rename,
-    // the file handlers, performed for the caller (supervisor/syscalls/fs.rs)
-    libc::SYS_mkdirat,
-    libc::SYS_mknodat,
-    libc::SYS_unlinkat,
-    libc::SYS_renameat,
-    libc::SYS_renameat2,
-    libc::SYS_linkat,
-    libc::SYS_symlinkat,
-    libc::SYS_fchmodat,
-    libc::SYS_fchmodat2,
-    libc::SYS_fchownat,
-    libc::SYS_truncate,
-    libc::SYS_faccessat,
-    libc::SYS_faccessat2,
+    // What the handlers do for the caller comes from the syscall table
+    // (filter::table::Family::host_calls): see allowed().
     libc::SYS_umask,
-    // The emulated uname reads the caller's names in its UTS namespace.
-    libc::SYS_uname,
     libc::SYS_poll,
     libc::SYS_ppoll,
     libc::SYS_ioctl,
@@ -146,30 +132,32 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_getgroups,
     libc::SYS_capget,
     libc::SYS_capset,
-    // Acting as the caller (creds.rs, syscalls/meta.rs, syscalls/net.rs).
+    // Acting as the caller (creds.rs).
     libc::SYS_setresuid,
     libc::SYS_setresgid,
     libc::SYS_getresuid,
     libc::SYS_getresgid,
-    libc::SYS_fchmod,
-    libc::SYS_fchown,
-    libc::SYS_utimensat,
-    libc::SYS_setxattr,
-    libc::SYS_lsetxattr,
-    libc::SYS_fsetxattr,
-    libc::SYS_removexattr,
-    libc::SYS_lremovexattr,
-    libc::SYS_fremovexattr,
-    libc::SYS_bind,
-    // A unix bind runs on a thread with the caller's root, cwd and umask.
-    libc::SYS_fchdir,
-    libc::SYS_chroot,
-    libc::SYS_umask,
-    libc::SYS_sysinfo,
     // Rewriting a view in place (supervisor/views.rs).
     libc::SYS_pwrite64,
     libc::SYS_ftruncate,
 ];
+
+/// [`ALLOWED`] plus the syscalls the emulation handlers make on the
+/// caller's behalf, as the syscall table lists them per family
+/// ([`crate::filter::table::Family::host_calls`]).
+fn allowed() -> Vec<libc::c_long> {
+    use crate::filter::table;
+    let mut v = ALLOWED.to_vec();
+    let handlers = table::entries().filter_map(|(_, e)| e.family);
+    for name in handlers.flat_map(|f| f.host_calls()) {
+        if let Some(nr) = table::number(name).map(libc::c_long::from) {
+            if !v.contains(&nr) {
+                v.push(nr);
+            }
+        }
+    }
+    v
+}
 
 fn program(
     rules: &[libc::c_long],
@@ -220,7 +208,7 @@ const PTRACE: &[libc::c_long] = &[
 pub fn confine(ptrace: bool) -> Result<(), ConfineError> {
     let extra: &[libc::c_long] = if ptrace { PTRACE } else { &[] };
     let fatal: Vec<libc::c_long> = FATAL.iter().copied().filter(|nr| !extra.contains(nr)).collect();
-    let allowed: Vec<libc::c_long> = ALLOWED.iter().chain(extra).copied().collect();
+    let allowed: Vec<libc::c_long> = allowed().into_iter().chain(extra.iter().copied()).collect();
     let fatal = program(&fatal, SeccompAction::Allow, SeccompAction::KillProcess)?;
     let allowed = program(&allowed, SeccompAction::Errno(libc::EPERM as u32), SeccompAction::Allow)?;
     seccompiler::apply_filter(&fatal).map_err(ConfineError::Install)?;
@@ -233,9 +221,16 @@ mod tests {
 
     #[test]
     fn lists_are_disjoint_and_build() {
-        assert!(FATAL.iter().all(|nr| !ALLOWED.contains(nr)));
-        assert!(PTRACE.iter().all(|nr| !ALLOWED.contains(nr)));
+        let allowed = allowed();
+        assert!(FATAL.iter().all(|nr| !allowed.contains(nr)));
+        assert!(PTRACE.iter().all(|nr| !allowed.contains(nr)));
         program(FATAL, SeccompAction::Allow, SeccompAction::KillProcess).unwrap();
-        program(ALLOWED, SeccompAction::Errno(1), SeccompAction::Allow).unwrap();
+        program(&allowed, SeccompAction::Errno(1), SeccompAction::Allow).unwrap();
+        // Each family's host calls are known to the table.
+        for (_, e) in crate::filter::table::entries() {
+            for name in e.family.iter().flat_map(|f| f.host_calls()) {
+                assert!(crate::filter::table::number(name).is_some(), "{name}");
+            }
+        }
     }
 }

@@ -145,21 +145,23 @@ impl Outcome {
     }
 }
 
-/// Runs the handler for syscall `name`.
+/// Runs the handler for syscall `name`: the family the syscall table gives
+/// the notification's number ([`crate::filter::table::Entry::family`]).
+/// A number without one (the policy's validation refuses `emulate` for
+/// it) fails with ENOSYS.
 pub fn dispatch(ctx: &Ctx<'_>, name: &str) -> Outcome {
-    match name {
-        "uname" => uname::uname(ctx),
-        "sysinfo" => sysinfo::sysinfo(ctx),
-        "open" | "openat" | "openat2" | "creat" => open::open(ctx, name),
-        "connect" => net::connect(ctx),
-        "bind" => net::bind(ctx),
-        "sendto" => net::sendto(ctx),
-        "sendmsg" => net::sendmsg(ctx),
-        "fchmod" | "fchown" | "fchmodat2" | "utimensat" | "utime" | "utimes" | "futimesat" | "setxattr"
-        | "lsetxattr" | "fsetxattr" | "removexattr" | "lremovexattr" | "fremovexattr" | "ioctl" => {
-            meta::meta(ctx, name)
-        }
-        _ => fs::fs(ctx, name),
+    use crate::filter::table::{self, Family};
+    let family = table::entry(ctx.notif.data.nr as u32).and_then(|e| e.family);
+    match family {
+        Some(Family::Uname) => uname::uname(ctx),
+        Some(Family::Sysinfo) => sysinfo::sysinfo(ctx),
+        Some(Family::Open) => open::open(ctx, name),
+        Some(Family::Connect) => net::connect(ctx),
+        Some(Family::Bind) => net::bind(ctx),
+        Some(Family::Sendto) => net::sendto(ctx),
+        Some(Family::Sendmsg) => net::sendmsg(ctx),
+        Some(Family::Meta) => meta::meta(ctx, name),
+        Some(Family::Fs) | None => fs::fs(ctx, name),
     }
 }
 
