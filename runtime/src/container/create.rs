@@ -250,6 +250,7 @@ impl Runtime {
             let _ = c.delete(true);
         }
         let _ = std::fs::remove_dir_all(self.root.join(&opts.id));
+        self.remove_cgroup_when_empty(&opts.id, &opts.bundle);
         if let Some(l) = layer {
             if opts.reuse_layer.is_some() {
                 l.unmount();

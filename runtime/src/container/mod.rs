@@ -591,22 +591,7 @@ impl Runtime {
     /// bundle without (`/cordon/<id>`). Best effort.
     fn kill_cgroup_of(&self, id: &str) {
         use libcgroups::common::CgroupManager;
-        let meta = self.meta(id);
-        let named = oci_spec::runtime::Spec::load(meta.bundle.join("config.json"))
-            .ok()
-            .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()));
-        let path = named.unwrap_or_else(|| {
-            PathBuf::from(if self.systemd_cgroup {
-                format!("system.slice:cordon:{id}")
-            } else {
-                format!("/cordon/{id}")
-            })
-        });
-        let Ok(manager) = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
-            cgroup_path: path,
-            systemd_cgroup: self.systemd_cgroup,
-            container_name: id.to_string(),
-        }) else {
+        let Some(manager) = self.cgroup_manager_of(id, &self.meta(id).bundle) else {
             return;
         };
         for _ in 0..100 {
@@ -620,6 +605,49 @@ impl Runtime {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let _ = manager.remove();
+    }
+
+    /// The cgroup manager of container `id` whose bundle is `bundle`: its
+    /// config.json's `linux.cgroupsPath`, else the default path.
+    fn cgroup_manager_of(&self, id: &str, bundle: &Path) -> Option<libcgroups::common::AnyCgroupManager> {
+        let named = oci_spec::runtime::Spec::load(bundle.join("config.json"))
+            .ok()
+            .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()));
+        let path = named.unwrap_or_else(|| {
+            PathBuf::from(if self.systemd_cgroup {
+                format!("system.slice:cordon:{id}")
+            } else {
+                format!("/cordon/{id}")
+            })
+        });
+        libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+            cgroup_path: path,
+            systemd_cgroup: self.systemd_cgroup,
+            container_name: id.to_string(),
+        })
+        .ok()
+    }
+
+    /// After a failed create: removes container `id`'s cgroup once the
+    /// processes still in it (an init that failed in set-up and is still
+    /// exiting; on the ptrace platform its tracer sees it exit first) are
+    /// gone, waiting for them up to about 2 s. It kills nothing: the
+    /// cgroup may not be the create's own.
+    pub(crate) fn remove_cgroup_when_empty(&self, id: &str, bundle: &Path) {
+        use libcgroups::common::CgroupManager;
+        let Some(manager) = self.cgroup_manager_of(id, bundle) else {
+            return;
+        };
+        for _ in 0..40 {
+            match manager.get_all_pids() {
+                Ok(pids) if !pids.is_empty() => std::thread::sleep(std::time::Duration::from_millis(50)),
+                // Empty, or not there at all.
+                _ => break,
+            }
+        }
+        if manager.get_all_pids().is_ok_and(|p| p.is_empty()) {
+            let _ = manager.remove();
+        }
     }
 
     /// Whether container `id`'s state.json is whole JSON, or missing:
