@@ -229,46 +229,8 @@ impl Policy {
 
     /// Validates `file` and compiles it.
     pub fn compile(mut file: PolicyFile, origin: &str) -> Result<Self> {
-        // Without `extends` a policy builds on the default policy: a file
-        // of a few path rules must not lose the default's hardening, nor
-        // the interception its rules need. `extends = "none"` starts empty.
-        let base = match file.extends.take() {
-            None => Some("default".to_string()),
-            Some(b) if b == "none" => None,
-            Some(b) => Some(b),
-        };
-        if let Some(base) = base {
-            let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == base) else {
-                return Err(PolicyError::Invalid {
-                    policy: origin.to_string(),
-                    rule: "extends".into(),
-                    msg: format!("{base:?} is not a built-in policy (default, audit, permissive, agent) or \"none\""),
-                });
-            };
-            let base = Self::from_toml(src, &base)?.source;
-            file.syscalls.extend(base.syscalls);
-            file.paths.extend(base.paths);
-            file.net.extend(base.net);
-        }
-        // The merged file stands alone: `policy show` prints it with
-        // `extends = "none"`, and reading that back gives the same policy.
-        file.extends = Some("none".into());
-        let invalid = |rule: String, msg: String| PolicyError::Invalid {
-            policy: origin.to_string(),
-            rule,
-            msg,
-        };
-        let errno_of = |rule: &str, e: &Option<String>| -> Result<i32> {
-            match e {
-                None => Ok(libc::EPERM),
-                Some(n) => crate::errno::from_name(n).ok_or_else(|| {
-                    invalid(
-                        format!("{rule}.errno"),
-                        format!("unknown errno {n:?} (use a name like EPERM, EACCES, ENOSYS)"),
-                    )
-                }),
-            }
-        };
+        merge_base(&mut file, origin)?;
+        let invalid = |rule: String, msg: String| invalid(origin, rule, msg);
         if file.default_action == Action::Emulate {
             return Err(invalid(
                 "default_action".into(),
@@ -282,143 +244,14 @@ impl Policy {
                 format!("{release:?}: 1 to 64 printable ASCII characters without spaces"),
             ));
         }
-        let default_errno = errno_of("default_errno", &file.default_errno)?;
-        let mut rules: BTreeMap<u32, Vec<Rule>> = BTreeMap::new();
-        for (i, r) in file.syscalls.iter().enumerate() {
-            let at = format!("syscall[{i}]");
-            if r.names.is_empty() {
-                return Err(invalid(format!("{at}.names"), "must name at least one syscall".into()));
-            }
-            if r.errno.is_some() && r.action != Action::Deny {
-                return Err(invalid(format!("{at}.errno"), "only a deny rule takes an errno".into()));
-            }
-            let errno = errno_of(&at, &r.errno)?;
-            if r.args.len() > MAX_CONDITIONS {
-                return Err(invalid(
-                    format!("{at}.args"),
-                    format!("{} conditions: a rule takes at most {MAX_CONDITIONS}", r.args.len()),
-                ));
-            }
-            for (j, a) in r.args.iter().enumerate() {
-                if a.index > 5 {
-                    return Err(invalid(
-                        format!("{at}.args[{j}].index"),
-                        format!("{} is out of range 0..=5", a.index),
-                    ));
-                }
-                if a.op != model::ArgOp::MaskedEq && a.mask != 0 {
-                    return Err(invalid(
-                        format!("{at}.args[{j}].mask"),
-                        "only masked_eq takes a mask".into(),
-                    ));
-                }
-                if a.op == model::ArgOp::MaskedEq && a.mask == 0 {
-                    return Err(invalid(
-                        format!("{at}.args[{j}].mask"),
-                        "masked_eq needs a mask (0, or none, makes the condition hold for any value)".into(),
-                    ));
-                }
-                if a.op == model::ArgOp::MaskedEq && a.value & !a.mask != 0 {
-                    return Err(invalid(
-                        format!("{at}.args[{j}].value"),
-                        format!(
-                            "{:#x} has bits outside the mask {:#x}: the condition never holds",
-                            a.value, a.mask
-                        ),
-                    ));
-                }
-            }
-            for (j, name) in r.names.iter().enumerate() {
-                let nr = table::number(name)
-                    .ok_or_else(|| invalid(format!("{at}.names[{j}]"), format!("unknown syscall {name:?}")))?;
-                let entry = table::entry(nr).expect("a known number has an entry");
-                if entry.disposition == table::Disposition::Nosys {
-                    return Err(invalid(
-                        format!("{at}.names[{j}]"),
-                        format!(
-                            "{name} is refused with ENOSYS by cordon's syscall table: {}",
-                            entry.note
-                        ),
-                    ));
-                }
-                if matches!(r.action, Action::Emulate | Action::Audit) && HANDOVER.contains(&name.as_str()) {
-                    return Err(invalid(
-                        format!("{at}.names[{j}]"),
-                        format!("{name} cannot go to the supervisor: it carries the listener handover"),
-                    ));
-                }
-                if r.action == Action::Emulate && entry.family.is_none() {
-                    return Err(invalid(
-                        format!("{at}.names[{j}]"),
-                        format!(
-                            "{name} cannot be emulated (emulated: {})",
-                            table::emulated().collect::<Vec<_>>().join(", ")
-                        ),
-                    ));
-                }
-                rules.entry(nr).or_default().push(Rule {
-                    args: r.args.clone(),
-                    action: r.action,
-                    errno,
-                    index: i,
-                });
-            }
-        }
-        // The handover syscalls must run (see HANDOVER): a deny or kill
-        // of them, by a rule or the default action, would stop every
-        // container before it starts.
-        for name in HANDOVER {
-            if let Some(nr) = table::number(name) {
-                let rules = rules.get(&nr);
-                let first = rules.and_then(|r| r.iter().find(|r| r.args.is_empty()));
-                let action = first.map(|r| r.action).unwrap_or(file.default_action);
-                if action != Action::Allow {
-                    return Err(invalid(
-                        if first.is_some() {
-                            "syscall".into()
-                        } else {
-                            "default_action".into()
-                        },
-                        format!("{name} must be allowed: it carries the listener handover"),
-                    ));
-                }
-            }
-        }
-        let dns = &file.dns;
-        if dns.ttl_min > dns.ttl_max {
-            return Err(invalid(
-                "dns.ttl_min".into(),
-                format!("{} is above dns.ttl_max ({})", dns.ttl_min, dns.ttl_max),
-            ));
-        }
-        if !(1..=30_000).contains(&dns.timeout_ms) {
-            return Err(invalid(
-                "dns.timeout_ms".into(),
-                format!("{} is not between 1 and 30000 milliseconds", dns.timeout_ms),
-            ));
-        }
+        let default_errno = errno_of(origin, "default_errno", &file.default_errno)?;
+        let rules = compile_syscall_rules(&file, origin)?;
+        check_handover(&rules, file.default_action, origin)?;
+        check_dns(&file.dns, origin)?;
         let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
         let net = NetPolicy::compile(&file.net, file.net_default)
             .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;
-        // Rules nothing can fire: path rules act only on the file calls the
-        // policy sends to the supervisor, net rules on connect and friends.
-        let emulates = |name: &str| {
-            table::number(name)
-                .and_then(|nr| rules.get(&nr))
-                .is_some_and(|r| r.iter().any(|r| r.action == Action::Emulate))
-        };
-        if !file.paths.is_empty() && !emulates("openat") {
-            return Err(invalid(
-                "path[0]".into(),
-                "no rule of this policy sends openat to the supervisor, so path rules cannot take effect (extends = \"default\" does)".into(),
-            ));
-        }
-        if (!file.net.is_empty() || file.net_default == model::NetAction::Deny) && !emulates("connect") {
-            return Err(invalid(
-                if file.net.is_empty() { "net_default" } else { "net[0]" }.into(),
-                "no rule of this policy sends connect to the supervisor, so net rules cannot take effect (extends = \"default\" does)".into(),
-            ));
-        }
+        check_reachable(&file, &rules, origin)?;
         let policy = Policy {
             name: file.name.clone(),
             default_action: file.default_action,
@@ -586,6 +419,228 @@ impl Policy {
                 .flatten()
                 .any(|r| matches!(r.action, Action::Emulate | Action::Audit))
     }
+}
+
+/// A [`PolicyError::Invalid`] of policy `origin` at `rule`.
+fn invalid(origin: &str, rule: String, msg: String) -> PolicyError {
+    PolicyError::Invalid {
+        policy: origin.to_string(),
+        rule,
+        msg,
+    }
+}
+
+/// The errno a deny rule at `rule` names (EPERM when none).
+fn errno_of(origin: &str, rule: &str, e: &Option<String>) -> Result<i32> {
+    match e {
+        None => Ok(libc::EPERM),
+        Some(n) => crate::errno::from_name(n).ok_or_else(|| {
+            invalid(
+                origin,
+                format!("{rule}.errno"),
+                format!("unknown errno {n:?} (use a name like EPERM, EACCES, ENOSYS)"),
+            )
+        }),
+    }
+}
+
+/// Adds the rules of the policy `file` extends (the default policy
+/// without `extends`; none with `extends = "none"`) after its own, and
+/// marks it `extends = "none"`: the merged file stands alone (`policy show`
+/// prints it, and reading that back gives the same policy). A policy of a
+/// few path rules must not lose the default's hardening, nor the
+/// interception its rules need.
+fn merge_base(file: &mut PolicyFile, origin: &str) -> Result<()> {
+    let base = match file.extends.take() {
+        None => Some("default".to_string()),
+        Some(b) if b == "none" => None,
+        Some(b) => Some(b),
+    };
+    if let Some(base) = base {
+        let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == base) else {
+            return Err(invalid(
+                origin,
+                "extends".into(),
+                format!("{base:?} is not a built-in policy (default, audit, permissive, agent) or \"none\""),
+            ));
+        };
+        let base = Policy::from_toml(src, &base)?.source;
+        file.syscalls.extend(base.syscalls);
+        file.paths.extend(base.paths);
+        file.net.extend(base.net);
+    }
+    file.extends = Some("none".into());
+    Ok(())
+}
+
+/// Checks the argument conditions of syscall rule `at`.
+fn check_args(args: &[model::ArgMatch], at: &str, origin: &str) -> Result<()> {
+    let invalid = |rule: String, msg: String| invalid(origin, rule, msg);
+    if args.len() > MAX_CONDITIONS {
+        return Err(invalid(
+            format!("{at}.args"),
+            format!("{} conditions: a rule takes at most {MAX_CONDITIONS}", args.len()),
+        ));
+    }
+    for (j, a) in args.iter().enumerate() {
+        if a.index > 5 {
+            return Err(invalid(
+                format!("{at}.args[{j}].index"),
+                format!("{} is out of range 0..=5", a.index),
+            ));
+        }
+        if a.op != model::ArgOp::MaskedEq && a.mask != 0 {
+            return Err(invalid(
+                format!("{at}.args[{j}].mask"),
+                "only masked_eq takes a mask".into(),
+            ));
+        }
+        if a.op == model::ArgOp::MaskedEq && a.mask == 0 {
+            return Err(invalid(
+                format!("{at}.args[{j}].mask"),
+                "masked_eq needs a mask (0, or none, makes the condition hold for any value)".into(),
+            ));
+        }
+        if a.op == model::ArgOp::MaskedEq && a.value & !a.mask != 0 {
+            return Err(invalid(
+                format!("{at}.args[{j}].value"),
+                format!(
+                    "{:#x} has bits outside the mask {:#x}: the condition never holds",
+                    a.value, a.mask
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The syscall number `name` stands for in rule `at` (its `j`th name),
+/// checked against what the syscall table lets `action` do with it.
+fn rule_number(name: &str, action: Action, at: &str, j: usize, origin: &str) -> Result<u32> {
+    let invalid = |msg: String| invalid(origin, format!("{at}.names[{j}]"), msg);
+    let nr = table::number(name).ok_or_else(|| invalid(format!("unknown syscall {name:?}")))?;
+    let entry = table::entry(nr).expect("a known number has an entry");
+    if entry.disposition == table::Disposition::Nosys {
+        return Err(invalid(format!(
+            "{name} is refused with ENOSYS by cordon's syscall table: {}",
+            entry.note
+        )));
+    }
+    if matches!(action, Action::Emulate | Action::Audit) && HANDOVER.contains(&name) {
+        return Err(invalid(format!(
+            "{name} cannot go to the supervisor: it carries the listener handover"
+        )));
+    }
+    if action == Action::Emulate && entry.family.is_none() {
+        return Err(invalid(format!(
+            "{name} cannot be emulated (emulated: {})",
+            table::emulated().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(nr)
+}
+
+/// The syscall rules of `file`, by number, in the order they are written.
+fn compile_syscall_rules(file: &PolicyFile, origin: &str) -> Result<BTreeMap<u32, Vec<Rule>>> {
+    let mut rules: BTreeMap<u32, Vec<Rule>> = BTreeMap::new();
+    for (i, r) in file.syscalls.iter().enumerate() {
+        let at = format!("syscall[{i}]");
+        if r.names.is_empty() {
+            return Err(invalid(
+                origin,
+                format!("{at}.names"),
+                "must name at least one syscall".into(),
+            ));
+        }
+        if r.errno.is_some() && r.action != Action::Deny {
+            return Err(invalid(
+                origin,
+                format!("{at}.errno"),
+                "only a deny rule takes an errno".into(),
+            ));
+        }
+        let errno = errno_of(origin, &at, &r.errno)?;
+        check_args(&r.args, &at, origin)?;
+        for (j, name) in r.names.iter().enumerate() {
+            let nr = rule_number(name, r.action, &at, j, origin)?;
+            rules.entry(nr).or_default().push(Rule {
+                args: r.args.clone(),
+                action: r.action,
+                errno,
+                index: i,
+            });
+        }
+    }
+    Ok(rules)
+}
+
+/// The handover syscalls must run (see [`HANDOVER`]): a deny or kill of
+/// them, by a rule or the default action, would stop every container
+/// before it starts.
+fn check_handover(rules: &BTreeMap<u32, Vec<Rule>>, default_action: Action, origin: &str) -> Result<()> {
+    for name in HANDOVER {
+        if let Some(nr) = table::number(name) {
+            let rules = rules.get(&nr);
+            let first = rules.and_then(|r| r.iter().find(|r| r.args.is_empty()));
+            let action = first.map(|r| r.action).unwrap_or(default_action);
+            if action != Action::Allow {
+                return Err(invalid(
+                    origin,
+                    if first.is_some() {
+                        "syscall".into()
+                    } else {
+                        "default_action".into()
+                    },
+                    format!("{name} must be allowed: it carries the listener handover"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks the `[dns]` section.
+fn check_dns(dns: &model::Dns, origin: &str) -> Result<()> {
+    if dns.ttl_min > dns.ttl_max {
+        return Err(invalid(
+            origin,
+            "dns.ttl_min".into(),
+            format!("{} is above dns.ttl_max ({})", dns.ttl_min, dns.ttl_max),
+        ));
+    }
+    if !(1..=30_000).contains(&dns.timeout_ms) {
+        return Err(invalid(
+            origin,
+            "dns.timeout_ms".into(),
+            format!("{} is not between 1 and 30000 milliseconds", dns.timeout_ms),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses rules nothing can fire: path rules act only on the file calls
+/// the policy sends to the supervisor, net rules on connect and friends.
+fn check_reachable(file: &PolicyFile, rules: &BTreeMap<u32, Vec<Rule>>, origin: &str) -> Result<()> {
+    let emulates = |name: &str| {
+        table::number(name)
+            .and_then(|nr| rules.get(&nr))
+            .is_some_and(|r| r.iter().any(|r| r.action == Action::Emulate))
+    };
+    if !file.paths.is_empty() && !emulates("openat") {
+        return Err(invalid(
+            origin,
+            "path[0]".into(),
+            "no rule of this policy sends openat to the supervisor, so path rules cannot take effect (extends = \"default\" does)".into(),
+        ));
+    }
+    if (!file.net.is_empty() || file.net_default == model::NetAction::Deny) && !emulates("connect") {
+        return Err(invalid(
+            origin,
+            if file.net.is_empty() { "net_default" } else { "net[0]" }.into(),
+            "no rule of this policy sends connect to the supervisor, so net rules cannot take effect (extends = \"default\" does)".into(),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
