@@ -37,6 +37,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::levels::{below, literal_base, Choice, Existing, Level, Site};
+use super::model::PathRule;
 use super::{PathAccess, Policy};
 
 /// The lowest Landlock ABI level 2 uses: 3 brings TRUNCATE (Linux 6.2),
@@ -96,15 +97,14 @@ enum Class {
     Restriction,
 }
 
-/// Level 2 for `p` in `site`, given each rule's level-1 mount (or why not):
-/// every rule's choice and the ruleset, or the rule that cannot be
-/// enforced this way and why.
-pub(super) fn plan(
-    p: &Policy,
+/// The catch-all `/**` rule's index and access, and the Landlock ABI, or
+/// why level 2 cannot be (the first rule a mount cannot enforce, with its
+/// own reason and this one).
+fn catch_all(
+    rules: &[PathRule],
     site: &Site<'_>,
     mounts: &[Result<Choice, String>],
-) -> Result<(Vec<Choice>, Landlock), (usize, String)> {
-    let rules = &p.source.paths;
+) -> Result<(usize, PathAccess, u32), (usize, String)> {
     let first_unmounted = mounts.iter().position(Result::is_err).unwrap_or(0);
     let unmounted_why = |extra: &str| {
         let own = mounts[first_unmounted].as_ref().err().cloned().unwrap_or_default();
@@ -131,10 +131,21 @@ pub(super) fn plan(
         }
         None => return Err(unmounted_why("Landlock is not available on this kernel")),
     };
-    let subtree = |i: usize| rules[i].pattern.ends_with("/**") && literal_base(&rules[i].pattern).is_some();
+    Ok((k, base, abi))
+}
+
+/// Whether `pattern` names a directory's whole subtree (`D/**`).
+fn is_subtree(pattern: &str) -> bool {
+    pattern.ends_with("/**") && literal_base(pattern).is_some()
+}
+
+/// Rule 2: for each rule, the earlier rule that covers it (it never
+/// decides), `None` when it can decide; every rule after the catch-all
+/// `k` is covered by it.
+fn dead_rules(rules: &[PathRule], k: usize) -> Vec<Option<usize>> {
+    let subtree = |i: usize| is_subtree(&rules[i].pattern);
     let base_of = |i: usize| literal_base(&rules[i].pattern);
-    // Rule 2: rules an earlier rule covers never decide.
-    let dead: Vec<Option<usize>> = (0..rules.len())
+    (0..rules.len())
         .map(|i| {
             if i > k {
                 return Some(k);
@@ -146,17 +157,106 @@ pub(super) fn plan(
                 None => false,
             })
         })
-        .collect();
-    let mut class = vec![Class::Dead; rules.len()];
-    let mut choices: Vec<Option<Choice>> = vec![None; rules.len()];
-    let choice = |i: usize, level: Level, why: String| Choice {
+        .collect()
+}
+
+/// A rule's choice at `level`, without a mount.
+fn choice_of(rules: &[PathRule], i: usize, level: Level, why: String) -> Choice {
+    Choice {
         rule: i,
         level,
         pattern: rules[i].pattern.clone(),
         mount: None,
         why,
         required: false,
+    }
+}
+
+/// Why Landlock can grant beneath directory `b` (a kernel directory, a
+/// mount point of the bundle that is not a file, a directory that exists
+/// at create), or `None` when it cannot.
+fn grant_site(site: &Site<'_>, b: &str) -> Option<String> {
+    site.kernel_fs
+        .iter()
+        .find(|fs| below(b, fs))
+        .map(|fs| format!("a kernel directory below {fs}"))
+        .or_else(|| {
+            // A mount of a file (a bind of one) is no directory to grant
+            // beneath.
+            (site.mount_points.iter().any(|m| m.trim_end_matches('/') == b)
+                && (site.existing)(b) != Some(Existing::File))
+            .then(|| "a mount point of the bundle".to_string())
+        })
+        .or_else(|| {
+            ((site.existing)(b) == Some(Existing::Dir)).then(|| "a directory that exists at create".to_string())
+        })
+}
+
+/// Rule `i`, on directory `b`, gives more than `c`, what the live rules
+/// after it (`later`, already classed in `class`) give there: its grant
+/// and choice, or why Landlock cannot grant it.
+fn grant_of(
+    rules: &[PathRule],
+    site: &Site<'_>,
+    (i, b): (usize, &str),
+    c: PathAccess,
+    later: &[usize],
+    class: &[Class],
+) -> Result<(Grant, Choice), (usize, String)> {
+    if !is_subtree(&rules[i].pattern) {
+        return Err((
+            i,
+            format!(
+                "gives more than the rules after it ({}) to a single path: Landlock grants directories (D/**)",
+                name(c)
+            ),
+        ));
+    }
+    if let Some(&j) = later.iter().find(|&&j| class[j] == Class::Restriction) {
+        return Err((
+            i,
+            format!(
+                "a grant inside path[{j}] {}, which a mount enforces: the mount would limit the grant",
+                rules[j].pattern
+            ),
+        ));
+    }
+    let Some(there) = grant_site(site, b) else {
+        return Err((
+            i,
+            "a grant on a directory missing at create (or reached through a symlink, or below a mount other than a bind): Landlock attaches a grant to an existing directory".into(),
+        ));
     };
+    let access = rules[i].access;
+    let grant = Grant {
+        rule: i,
+        dir: b.to_string(),
+        access,
+    };
+    let why = format!(
+        "Landlock grants {} beneath {b}, {there} (the rules after it give {})",
+        name(access),
+        name(c)
+    );
+    Ok((grant, choice_of(rules, i, Level::Landlock, why)))
+}
+
+/// Level 2 for `p` in `site`, given each rule's level-1 mount (or why not):
+/// every rule's choice and the ruleset, or the rule that cannot be
+/// enforced this way and why.
+pub(super) fn plan(
+    p: &Policy,
+    site: &Site<'_>,
+    mounts: &[Result<Choice, String>],
+) -> Result<(Vec<Choice>, Landlock), (usize, String)> {
+    let rules = &p.source.paths;
+    let (k, base, abi) = catch_all(rules, site, mounts)?;
+    let subtree = |i: usize| is_subtree(&rules[i].pattern);
+    let base_of = |i: usize| literal_base(&rules[i].pattern);
+    let dead = dead_rules(rules, k);
+    let mut class = vec![Class::Dead; rules.len()];
+    let mut choices: Vec<Option<Choice>> = vec![None; rules.len()];
+    let choice = |i: usize, level: Level, why: String| choice_of(rules, i, level, why);
     for (i, d) in dead.iter().enumerate() {
         if let Some(j) = d {
             choices[i] = Some(choice(
@@ -170,17 +270,14 @@ pub(super) fn plan(
         }
     }
     class[k] = Class::Grant;
-    choices[k] = Some(choice(
-        k,
-        Level::Landlock,
-        format!(
-            "Landlock refuses {} outside the grants (ABI {abi}); metadata changes and readlink stay with the supervisor, under the same rules",
-            match base {
-                PathAccess::Deny => "every access",
-                _ => "every change",
-            }
-        ),
-    ));
+    let refused = match base {
+        PathAccess::Deny => "every access",
+        _ => "every change",
+    };
+    let why = format!(
+        "Landlock refuses {refused} outside the grants (ABI {abi}); metadata changes and readlink stay with the supervisor, under the same rules"
+    );
+    choices[k] = Some(choice(k, Level::Landlock, why));
     let mut grants = Vec::new();
     for i in (0..k).rev() {
         if dead[i].is_some() {
@@ -223,60 +320,10 @@ pub(super) fn plan(
                 format!("nothing to enforce: the rules after it give {} here too", name(c)),
             ));
         } else if rank(r.access) > rank(c) {
-            if !subtree(i) {
-                return Err((
-                    i,
-                    format!(
-                        "gives more than the rules after it ({}) to a single path: Landlock grants directories (D/**)",
-                        name(c)
-                    ),
-                ));
-            }
-            if let Some(&j) = later.iter().find(|&&j| class[j] == Class::Restriction) {
-                return Err((
-                    i,
-                    format!(
-                        "a grant inside path[{j}] {}, which a mount enforces: the mount would limit the grant",
-                        rules[j].pattern
-                    ),
-                ));
-            }
-            let there = site
-                .kernel_fs
-                .iter()
-                .find(|fs| below(b, fs))
-                .map(|fs| format!("a kernel directory below {fs}"))
-                .or_else(|| {
-                    // A mount of a file (a bind of one) is no directory
-                    // to grant beneath.
-                    (site.mount_points.iter().any(|m| m.trim_end_matches('/') == b)
-                        && (site.existing)(b) != Some(Existing::File))
-                    .then(|| "a mount point of the bundle".to_string())
-                })
-                .or_else(|| {
-                    ((site.existing)(b) == Some(Existing::Dir)).then(|| "a directory that exists at create".to_string())
-                });
-            let Some(there) = there else {
-                return Err((
-                    i,
-                    "a grant on a directory missing at create (or reached through a symlink, or below a mount other than a bind): Landlock attaches a grant to an existing directory".into(),
-                ));
-            };
+            let (grant, chosen) = grant_of(rules, site, (i, b), c, &later, &class)?;
             class[i] = Class::Grant;
-            grants.push(Grant {
-                rule: i,
-                dir: b.to_string(),
-                access: r.access,
-            });
-            choices[i] = Some(choice(
-                i,
-                Level::Landlock,
-                format!(
-                    "Landlock grants {} beneath {b}, {there} (the rules after it give {})",
-                    name(r.access),
-                    name(c)
-                ),
-            ));
+            grants.push(grant);
+            choices[i] = Some(chosen);
         } else {
             match &mounts[i] {
                 Ok(m) => {
