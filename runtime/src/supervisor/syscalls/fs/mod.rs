@@ -125,7 +125,6 @@ pub(super) fn object_raw(
     creds: &Creds,
     detail: &mut String,
 ) -> Result<OwnedFd, Denied> {
-    let pid = ctx.pid();
     if !ctx.still_valid() {
         return Err(Denied::Errno(libc::EINTR));
     }
@@ -133,11 +132,11 @@ pub(super) fn object_raw(
         if flags & libc::AT_EMPTY_PATH == 0 {
             return Err(Denied::Errno(libc::ENOENT));
         }
-        let fd = dir_copy(pid, dirfd)?;
-        let p = container_path(&root_of(pid)?, &fd)?;
+        let fd = dir_copy(ctx, dirfd)?;
+        let p = container_path(&root_of(ctx)?, &fd)?;
         (fd, p.to_string_lossy().into_owned())
     } else {
-        target(pid, dirfd, raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
+        target(ctx, dirfd, raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
     };
     *detail = path.clone();
     check_read(ctx, &path)?;
@@ -162,7 +161,7 @@ pub(super) fn entry(
     if raw.is_empty() {
         return Err(Denied::Errno(libc::ENOENT));
     }
-    let p = parent_any(ctx.pid(), dirfd, &raw, creds)?;
+    let p = parent_any(ctx, dirfd, &raw, creds)?;
     *detail = p.path.clone();
     if p.last == Last::Norm {
         check_write(ctx, &p.path)?;
