@@ -919,6 +919,60 @@ action = 'deny'
         assert_eq!(check(&t, &v4([8, 8, 8, 8], 53), false).1, Ok(None));
     }
 
+    /// A caller rooted in a temp tree with `/secret/app.sock` (denied by
+    /// the path rules), `/data/app.sock` and symlinks into `/secret`, whose
+    /// fd 3 is a non-blocking unbound unix datagram socket; `path` as a
+    /// `sockaddr_un` at [`Fake::BASE`] (its length returned).
+    fn unix_caller(path: &str) -> (crate::supervisor::syscalls::task::fake::TempTree, Fake, u64) {
+        let root = crate::supervisor::syscalls::task::fake::TempTree::new("net");
+        for d in ["secret", "data"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("secret/app.sock"), "").unwrap();
+        std::fs::write(root.join("data/app.sock"), "").unwrap();
+        std::os::unix::fs::symlink("/secret/app.sock", root.join("data/abs.sock")).unwrap();
+        std::os::unix::fs::symlink("../secret", root.join("data/dir")).unwrap();
+        let policy = "name = 't'\n[[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n";
+        let mut t = Fake::new(policy, 256);
+        t.root = Some(root.0.clone());
+        let sock = std::os::unix::net::UnixDatagram::unbound().unwrap();
+        sock.set_nonblocking(true).unwrap();
+        t.fds.insert(3, sock.into());
+        let mut addr = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        addr.extend_from_slice(path.as_bytes());
+        addr.push(0);
+        t.mem.borrow_mut()[..addr.len()].copy_from_slice(&addr);
+        (root, t, addr.len() as u64)
+    }
+
+    #[test]
+    fn unix_connects_and_sends_decide_on_the_socket_file_reached() {
+        for path in [
+            "/secret/app.sock",
+            "/data/abs.sock",
+            "/data/dir/app.sock",
+            "/data/../../secret/app.sock",
+            "/proc/self/root/secret/app.sock",
+        ] {
+            let (_root, mut t, len) = unix_caller(path);
+            t.args = [3, Fake::BASE, len, 0, 0, 0];
+            let out = connect(&t);
+            assert!(matches!(out.reply, Reply::Errno(libc::EACCES)), "connect {path}");
+            assert_eq!((out.action, out.detail.as_str()), ("deny", "/secret/app.sock"));
+            // sendto(fd, buf, 0, flags, addr, len)
+            t.args = [3, Fake::BASE, 0, 0, Fake::BASE, len];
+            let out = sendto(&t);
+            assert!(matches!(out.reply, Reply::Errno(libc::EACCES)), "sendto {path}");
+            assert_eq!(out.action, "deny");
+        }
+        // (An allowed connect goes on with the caller's identity, which
+        // needs root: the integration suites check it.) A socket fd the
+        // caller does not have.
+        let (_root, mut t, len) = unix_caller("/data/app.sock");
+        t.args = [4, Fake::BASE, len, 0, 0, 0];
+        assert!(matches!(connect(&t).reply, Reply::Errno(libc::EBADF)));
+    }
+
     #[test]
     fn unix_addresses_are_left_to_the_path_rules() {
         let t = Fake::new(RULES, 0);
