@@ -88,7 +88,13 @@ impl Task for Ctx<'_> {
         sys::read_cstring(Ctx::pid(self), addr, max)
     }
     fn take_fd(&self, fd: i32) -> io::Result<OwnedFd> {
-        let pidfd = super::pidfd_of(Ctx::pid(self)).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+        let tid = Ctx::pid(self);
+        // Before Linux 6.9 (no PIDFD_THREAD) a thread other than the
+        // leader has no pidfd of its own: its thread group's shares its
+        // fd table (unless it unshared CLONE_FILES).
+        let pidfd = super::pidfd_of(tid)
+            .or_else(|_| sys::pidfd_open(tgid(tid)))
+            .map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
         sys::pidfd_getfd(pidfd.as_fd(), fd)
     }
     fn root(&self) -> io::Result<Root> {
@@ -118,6 +124,19 @@ impl Task for Ctx<'_> {
     fn cgroups(&self) -> Option<CgroupDirs> {
         self.sup.cgroups(Ctx::pid(self))
     }
+}
+
+/// The thread group of thread `tid` (`Tgid:` of `/proc/<tid>/status`),
+/// or `tid` itself when it cannot be read.
+fn tgid(tid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(tid)
 }
 
 /// An O_PATH fd (plus `flags`) on `/proc/<tid>/<link>`.
