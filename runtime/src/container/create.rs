@@ -1036,10 +1036,11 @@ fn spawn_supervisor(
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .env(crate::config::DOMAINNAME_ENV, names.domainname);
-    let wfd = ready_w.as_raw_fd();
-    let lfd = listener.as_raw_fd();
-    crate::sys::process::pre_exec_fds_3_4(&mut cmd, wfd, lfd);
+    crate::sys::process::pre_exec_fds_3_4(&mut cmd, ready_w.as_fd(), listener.as_fd())
+        .map_err(io("start the supervisor"))?;
     let child = cmd.spawn().map_err(io("start the supervisor"))?;
+    // The command holds copies of both fds.
+    drop(cmd);
     drop(ready_w);
     drop(listener);
     Ok(Starting {

@@ -70,7 +70,9 @@ impl Executor for CordonExecutor {
                 // `fd` is the connection `cordon create`/`exec` opened and
                 // this process inherited; nothing else in this process uses
                 // it, and it is closed right below.
-                let mut sock = ManuallyDrop::new(UnixStream::from(crate::sys::process::own_fd(fd)));
+                let sock = crate::sys::process::own_fd(fd)
+                    .map_err(|e| ExecutorError::Other(format!("cordon: cannot attach to the supervisor: {e}")))?;
+                let mut sock = ManuallyDrop::new(UnixStream::from(sock));
                 let r = handshake::attach(&mut sock, self.role, &self.prog, self.platform);
                 drop(ManuallyDrop::into_inner(sock));
                 r.map_err(|e| ExecutorError::Other(format!("cordon: cannot attach to the supervisor: {e}")))?;

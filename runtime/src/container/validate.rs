@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use oci_spec::runtime::{LinuxSeccompAction, Spec};
+use oci_spec::runtime::{Hooks, LinuxSeccomp, LinuxSeccompAction, Mount, Process, Spec};
 
 /// Input errors. Messages name the id, path or config.json field.
 #[derive(Debug, thiserror::Error)]
@@ -133,28 +133,7 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
         }
     }
     if let Some(mounts) = spec.mounts() {
-        let known = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
-        for m in mounts {
-            // `source` is optional (a proc or tmpfs mount needs none), but
-            // a bind mount without one has nothing to bind.
-            if m.source().is_none() && super::create::is_bind(m) {
-                return Err((
-                    "mounts",
-                    format!("{}: a bind mount needs a source", m.destination().display()),
-                ));
-            }
-            let Some(t) = m.typ().as_deref() else { continue };
-            let ok = t.is_empty()
-                || t == "bind"
-                || t == "none"
-                || known.lines().any(|l| l.split_whitespace().last() == Some(t));
-            if !ok {
-                return Err((
-                    "mounts",
-                    format!("{}: unknown filesystem type {t:?}", m.destination().display()),
-                ));
-            }
-        }
+        check_mounts(mounts)?;
     }
     let root = spec.root().as_ref().ok_or(("root", "missing".to_string()))?;
     let rootfs = if root.path().is_absolute() {
@@ -166,6 +145,49 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
         return Err(("root.path", format!("{}: no such directory", rootfs.display())));
     }
     let process = spec.process().as_ref().ok_or(("process", "missing".to_string()))?;
+    check_process(process)?;
+    let linux = spec
+        .linux()
+        .as_ref()
+        .ok_or(("linux", "missing (only Linux containers are supported)".to_string()))?;
+    if let Some(seccomp) = linux.seccomp() {
+        check_seccomp(seccomp)?;
+    }
+    if let Some(hooks) = spec.hooks() {
+        check_hooks(hooks)?;
+    }
+    Ok(())
+}
+
+/// A bind mount has a source; a filesystem type is one the kernel knows
+/// (`/proc/filesystems`), `bind` or `none`.
+fn check_mounts(mounts: &[Mount]) -> Result<(), (&'static str, String)> {
+    let known = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    for m in mounts {
+        // `source` is optional (a proc or tmpfs mount needs none), but
+        // a bind mount without one has nothing to bind.
+        if m.source().is_none() && super::create::is_bind(m) {
+            return Err((
+                "mounts",
+                format!("{}: a bind mount needs a source", m.destination().display()),
+            ));
+        }
+        let Some(t) = m.typ().as_deref() else { continue };
+        let ok =
+            t.is_empty() || t == "bind" || t == "none" || known.lines().any(|l| l.split_whitespace().last() == Some(t));
+        if !ok {
+            return Err((
+                "mounts",
+                format!("{}: unknown filesystem type {t:?}", m.destination().display()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The process: arguments (not empty, no NUL), environment (no NUL),
+/// rlimits, oom_score_adj, an absolute cwd.
+fn check_process(process: &Process) -> Result<(), (&'static str, String)> {
     match process.args() {
         Some(a) if !a.is_empty() && !a[0].is_empty() => {
             if let Some(i) = a.iter().position(|x| x.contains('\0')) {
@@ -186,37 +208,39 @@ fn check_spec(spec: &Spec, bundle: &Path) -> Result<(), (&'static str, String)> 
     if !process.cwd().is_absolute() {
         return Err(("process.cwd", format!("{:?} must be an absolute path", process.cwd())));
     }
-    let linux = spec
-        .linux()
-        .as_ref()
-        .ok_or(("linux", "missing (only Linux containers are supported)".to_string()))?;
-    if let Some(seccomp) = linux.seccomp() {
-        let notify = seccomp.default_action() == LinuxSeccompAction::ScmpActNotify
-            || seccomp
-                .syscalls()
-                .iter()
-                .flatten()
-                .any(|s| s.action() == LinuxSeccompAction::ScmpActNotify);
-        if notify || seccomp.listener_path().is_some() {
-            return Err((
-                "linux.seccomp",
-                "SCMP_ACT_NOTIFY and listenerPath are not supported: cordon's supervisor owns the container's notify listener (use a cordon policy instead)".into(),
-            ));
-        }
+    Ok(())
+}
+
+/// The spec's own notify listener is refused: the supervisor owns it.
+fn check_seccomp(seccomp: &LinuxSeccomp) -> Result<(), (&'static str, String)> {
+    let notify = seccomp.default_action() == LinuxSeccompAction::ScmpActNotify
+        || seccomp
+            .syscalls()
+            .iter()
+            .flatten()
+            .any(|s| s.action() == LinuxSeccompAction::ScmpActNotify);
+    if notify || seccomp.listener_path().is_some() {
+        return Err((
+            "linux.seccomp",
+            "SCMP_ACT_NOTIFY and listenerPath are not supported: cordon's supervisor owns the container's notify listener (use a cordon policy instead)".into(),
+        ));
     }
-    if let Some(hooks) = spec.hooks() {
-        let all = [
-            hooks.prestart(),
-            hooks.create_runtime(),
-            hooks.create_container(),
-            hooks.start_container(),
-            hooks.poststart(),
-            hooks.poststop(),
-        ];
-        for h in all.into_iter().flatten().flatten() {
-            if !h.path().is_absolute() {
-                return Err(("hooks", format!("hook path {:?} must be absolute", h.path())));
-            }
+    Ok(())
+}
+
+/// Every hook's path is absolute.
+fn check_hooks(hooks: &Hooks) -> Result<(), (&'static str, String)> {
+    let all = [
+        hooks.prestart(),
+        hooks.create_runtime(),
+        hooks.create_container(),
+        hooks.start_container(),
+        hooks.poststart(),
+        hooks.poststop(),
+    ];
+    for h in all.into_iter().flatten().flatten() {
+        if !h.path().is_absolute() {
+            return Err(("hooks", format!("hook path {:?} must be absolute", h.path())));
         }
     }
     Ok(())

@@ -28,11 +28,11 @@
 //! policy intercepts `sendmsg`). If the supervisor is gone, step 4 fails and
 //! the process exits before running any container code: fail closed.
 
-use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
-use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
+use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 
 use crate::sys;
 
@@ -210,19 +210,8 @@ fn accept_resolver(sock: &mut UnixStream, mut fds: Vec<OwnedFd>) -> io::Result<c
 /// resolver handover (answer [`ack`] once the resolver serves).
 pub fn accept(sock: &mut UnixStream) -> io::Result<Incoming> {
     let mut tag = [0u8; 1];
-    let mut cmsg = nix::cmsg_space!([std::os::fd::RawFd; MAX_FDS]);
-    let mut iov = [IoSliceMut::new(&mut tag)];
-    let msg = recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::MSG_CMSG_CLOEXEC)
-        .map_err(io::Error::from)?;
-    let mut fds = Vec::new();
-    for c in msg.cmsgs().map_err(io::Error::from)? {
-        if let ControlMessageOwned::ScmRights(received) = c {
-            for fd in received {
-                // SCM_RIGHTS fds are new in our table and owned by us.
-                fds.push(crate::sys::process::own_fd(fd));
-            }
-        }
-    }
+    let (_, fds) = sys::net::recv_with_fds::<MAX_FDS>(sock.as_fd(), &mut tag, true)?;
+    let fds = fds.ok_or_else(|| io::Error::from(nix::errno::Errno::ENOBUFS))?;
     if tag[0] == b'D' {
         return accept_resolver(sock, fds).map(Incoming::Resolver);
     }

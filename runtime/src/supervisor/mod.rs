@@ -203,7 +203,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     let listener = match opts.listen_fd {
         // `fd` is the bound socket `cordon create` passed us; nothing else in
         // this process owns it.
-        Some(fd) => UnixListener::from(crate::sys::process::own_fd(fd)),
+        Some(fd) => UnixListener::from(crate::sys::process::own_fd(fd).map_err(io_err("take the listening socket"))?),
         None => bind(&opts.dir)?,
     };
 
@@ -247,7 +247,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     if let Some(fd) = opts.ready_fd {
         // `fd` was passed to us by `cordon create` and nothing else in this
         // process owns it.
-        let mut ready = std::fs::File::from(crate::sys::process::own_fd(fd));
+        let mut ready = std::fs::File::from(crate::sys::process::own_fd(fd).map_err(io_err("signal readiness"))?);
         ready.write_all(b"R").map_err(io_err("signal readiness"))?;
     }
     // Off `create`'s critical path: it goes on as soon as it reads "R".

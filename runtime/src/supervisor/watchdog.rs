@@ -18,11 +18,11 @@
 //! a container whose supervisor is gone fail with ENOSYS: none succeeds
 //! without a decision.
 
-use std::io::{IoSlice, IoSliceMut, Read};
+use std::io::{IoSlice, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
-use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
+use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use nix::unistd::ForkResult;
 
 use crate::sys;
@@ -69,7 +69,11 @@ pub fn spawn(id: &str) -> std::io::Result<Option<UnixStream>> {
             }
             let _ = sys::close_fds_from(4);
             // fd 3 is the connection we just placed there; we own it.
-            let conn = UnixStream::from(sys::process::own_fd(3));
+            let Ok(conn) = sys::process::own_fd(3) else {
+                // As `watch` does when its connection fails.
+                std::process::exit(0);
+            };
+            let conn = UnixStream::from(conn);
             let _ = nix::sys::prctl::set_name(c"cordon-watchdog");
             watch(conn)
         }
@@ -95,22 +99,13 @@ fn watch(mut conn: UnixStream) -> ! {
     let mut init: Option<OwnedFd> = None;
     loop {
         let mut buf = [0u8; 1];
-        let mut cmsg = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-        let mut iov = [IoSliceMut::new(&mut buf)];
-        match recvmsg::<()>(conn.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::empty()) {
-            Ok(msg) if msg.bytes > 0 => {
-                if let Ok(cmsgs) = msg.cmsgs() {
-                    for c in cmsgs {
-                        if let ControlMessageOwned::ScmRights(fds) = c {
-                            for fd in fds {
-                                // SCM_RIGHTS fds are new in our table and ours.
-                                init = Some(sys::process::own_fd(fd));
-                            }
-                        }
-                    }
+        match sys::net::recv_with_fds::<1>(conn.as_fd(), &mut buf, false) {
+            Ok((n, fds)) if n > 0 => {
+                for fd in fds.into_iter().flatten() {
+                    init = Some(fd);
                 }
             }
-            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
             _ => break,
         }
     }

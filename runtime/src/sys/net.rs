@@ -4,7 +4,7 @@
 //! unchanged. Each returns the kernel's errno unchanged.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 fn cvt(r: isize) -> io::Result<usize> {
     if r < 0 {
@@ -93,4 +93,40 @@ pub fn sockopt_int(sock: BorrowedFd<'_>, opt: i32) -> io::Result<i32> {
         )
     };
     cvt(r as isize).map(|_| v)
+}
+
+/// recvmsg(2) of one message on `sock` into `buf`, with room for `N` fds of
+/// SCM_RIGHTS control messages (MSG_CMSG_CLOEXEC when `cloexec`). Returns
+/// the bytes read and the fds received, each owned by the caller (the
+/// kernel installed them in our table for this call: nothing else holds
+/// them); `None` instead of the fds when the control data was truncated
+/// (more fds sent than `N`). Errors: recvmsg's (EINTR included).
+pub fn recv_with_fds<const N: usize>(
+    sock: BorrowedFd<'_>,
+    buf: &mut [u8],
+    cloexec: bool,
+) -> io::Result<(usize, Option<Vec<OwnedFd>>)> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut cmsg = nix::cmsg_space!([RawFd; N]);
+    let mut iov = [io::IoSliceMut::new(buf)];
+    let flags = if cloexec {
+        MsgFlags::MSG_CMSG_CLOEXEC
+    } else {
+        MsgFlags::empty()
+    };
+    let msg = recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags)?;
+    let Ok(cmsgs) = msg.cmsgs() else {
+        return Ok((msg.bytes, None));
+    };
+    let mut fds = Vec::new();
+    for c in cmsgs {
+        if let ControlMessageOwned::ScmRights(received) = c {
+            for fd in received {
+                // SAFETY: SCM_RIGHTS fds are new in our fd table, installed
+                // by this recvmsg; no other owner knows their numbers.
+                fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+            }
+        }
+    }
+    Ok((msg.bytes, Some(fds)))
 }

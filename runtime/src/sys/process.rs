@@ -5,7 +5,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 fn cvt(r: libc::c_long) -> io::Result<libc::c_long> {
     if r < 0 {
@@ -123,14 +123,37 @@ pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
     cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }.into()).map(drop)
 }
 
-/// Takes ownership of fd number `fd`, which this process was handed
-/// (inherited from the parent that started it, at a number that parent
-/// named, or received in `SCM_RIGHTS`) and which nothing else in the
-/// process owns: closing the returned fd closes it.
-pub fn own_fd(fd: RawFd) -> OwnedFd {
-    // SAFETY: the caller names an fd it was handed and that nothing else
-    // in this process owns (see above), so this is its only owner.
-    unsafe { OwnedFd::from_raw_fd(fd) }
+/// The fd numbers [`own_fd`] adopted in this process (and, across a
+/// fork, in its parent): each is adopted once.
+static ADOPTED: std::sync::Mutex<Vec<RawFd>> = std::sync::Mutex::new(Vec::new());
+
+/// Takes ownership of fd number `fd`, which this process was handed from
+/// outside (inherited from the parent that started it, at a number that
+/// parent named, or placed by the process itself with dup2(2) before any
+/// other owner exists): closing the returned fd closes it.
+///
+/// Checked: the number is open (fcntl(2) `F_GETFD`; else EBADF), and it
+/// was not adopted before in this process (else EBUSY), so two calls
+/// cannot make two owners. A number adopted once stays refused, even after
+/// its owner closed it (the kernel may have reused it for another owner).
+///
+/// The precondition left to the caller: the number must not belong to an
+/// owner created otherwise in this process (a `File` it opened, say); only
+/// numbers handed in from outside qualify. Received `SCM_RIGHTS` fds come
+/// owned from [`super::net::recv_with_fds`] instead.
+pub fn own_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    let mut adopted = ADOPTED.lock().unwrap_or_else(|e| e.into_inner());
+    if adopted.contains(&fd) {
+        return Err(io::Error::from_raw_os_error(libc::EBUSY));
+    }
+    // SAFETY: fcntl(2) with integer arguments only; a closed or negative
+    // fd gives EBADF.
+    cvt(unsafe { libc::fcntl(fd, libc::F_GETFD) }.into())?;
+    adopted.push(fd);
+    // SAFETY: `fd` is open and adopted here for the first time (checked
+    // above, under the lock), and the caller names a number handed in from
+    // outside that no other owner in this process holds (see above).
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// send(2) of `bytes` on the socket at fd number `fd` with `flags`.
@@ -157,16 +180,22 @@ pub fn malloc_trim() {
 /// `fd4` fd 4 (both kept open at exec), the child starts a new session
 /// (setsid(2)), and every fd from 5 up closes at exec (close_range(2)
 /// `CLOSE_RANGE_CLOEXEC`: an engine's pipes must not be held open). The
-/// spawn fails with the error of a failed move.
-pub fn pre_exec_fds_3_4(cmd: &mut std::process::Command, fd3: RawFd, fd4: RawFd) {
+/// spawn fails with the error of a failed move. `cmd` holds close-on-exec
+/// duplicates of both until it is dropped. Errors: a duplicate cannot be
+/// made (EMFILE).
+pub fn pre_exec_fds_3_4(cmd: &mut std::process::Command, fd3: BorrowedFd<'_>, fd4: BorrowedFd<'_>) -> io::Result<()> {
     use std::os::unix::process::CommandExt;
+    // Ours for as long as the closure lives: the numbers it uses stay
+    // these files whatever the caller closes meanwhile.
+    let (fd3, fd4) = (fd3.try_clone_to_owned()?, fd4.try_clone_to_owned()?);
     // SAFETY: the closure runs in the forked child before exec and only
-    // makes async-signal-safe syscalls (fcntl, dup2, setsid, close_range).
+    // makes async-signal-safe syscalls (fcntl, dup2, setsid, close_range)
+    // on fds it owns.
     unsafe {
         cmd.pre_exec(move || {
             // Out of the way of fds 3 and 4 first, then into place.
-            let w = libc::fcntl(fd3, libc::F_DUPFD, 5);
-            let l = libc::fcntl(fd4, libc::F_DUPFD, 5);
+            let w = libc::fcntl(fd3.as_raw_fd(), libc::F_DUPFD, 5);
+            let l = libc::fcntl(fd4.as_raw_fd(), libc::F_DUPFD, 5);
             if w < 0 || l < 0 || libc::dup2(w, 3) < 0 || libc::dup2(l, 4) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -175,6 +204,7 @@ pub fn pre_exec_fds_3_4(cmd: &mut std::process::Command, fd3: RawFd, fd4: RawFd)
             Ok(())
         });
     }
+    Ok(())
 }
 
 /// The soft and hard limit `resource` of this process (getrlimit(2)).
@@ -230,4 +260,34 @@ pub fn drop_clean_file_pages() {
         }
     }
     flush(current);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::IntoRawFd;
+
+    use super::*;
+
+    #[test]
+    fn an_fd_number_is_adopted_once_and_only_when_open() {
+        let raw = std::fs::File::open("/dev/null").unwrap().into_raw_fd();
+        let owned = own_fd(raw).expect("an open fd handed in");
+        assert_eq!(
+            own_fd(raw).unwrap_err().raw_os_error(),
+            Some(libc::EBUSY),
+            "a second owner"
+        );
+        drop(owned);
+        assert_eq!(
+            own_fd(raw).unwrap_err().raw_os_error(),
+            Some(libc::EBUSY),
+            "a number adopted before stays refused"
+        );
+        assert_eq!(own_fd(-1).unwrap_err().raw_os_error(), Some(libc::EBADF));
+        assert_eq!(
+            own_fd(1 << 30).unwrap_err().raw_os_error(),
+            Some(libc::EBADF),
+            "not open"
+        );
+    }
 }

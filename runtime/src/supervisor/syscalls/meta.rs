@@ -67,13 +67,11 @@ fn errno(e: std::io::Error) -> Denied {
 
 /// A copy of the caller's fd `n` and its container path, checked writable.
 fn fd_object(ctx: &dyn Task, n: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
-    let pid = ctx.pid();
-    let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
-    let fd = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::EBADF))?;
+    let fd = take_fd_or(ctx, n, libc::EBADF)?;
     if !ctx.still_valid() {
         return Err(Denied::Errno(libc::EINTR));
     }
-    let path = container_path(&root_of(pid)?, &fd)?;
+    let path = container_path(&root_of(ctx)?, &fd)?;
     *detail = path.to_string_lossy().into_owned();
     check_write(ctx, detail)?;
     Ok(fd)
@@ -293,7 +291,7 @@ fn xattr(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied>
         // The entry itself, not followed: its parent resolved once
         // and held, the decision on the entry's path, the call
         // through the held parent.
-        match parent(ctx.pid(), libc::AT_FDCWD, &raw, &creds) {
+        match parent(ctx, libc::AT_FDCWD, &raw, &creds) {
             // "l/" follows l (the kernel's trailing-slash rule).
             Ok(p) if !p.slash => {
                 *detail = p.path.clone();

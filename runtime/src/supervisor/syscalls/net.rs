@@ -37,13 +37,13 @@ pub struct Addr {
 }
 
 impl Addr {
-    fn read(pid: i32, ptr: u64, len: u64) -> Result<Self, i32> {
+    fn read(t: &dyn Task, ptr: u64, len: u64) -> Result<Self, i32> {
         let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
         if len > MAX_ADDR {
             return Err(libc::EINVAL);
         }
         let mut bytes = vec![0u8; len];
-        if len > 0 && sys::read_mem(pid, ptr, &mut bytes).map_err(|_| libc::EFAULT)? != len {
+        if len > 0 && t.read_mem(ptr, &mut bytes).map_err(|_| libc::EFAULT)? != len {
             return Err(libc::EFAULT);
         }
         Self::from_bytes(&bytes)
@@ -191,23 +191,13 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
     (detail, Ok(by))
 }
 
-fn socket_copy(ctx: &Ctx<'_>, fd: i32) -> Result<OwnedFd, i32> {
-    let pidfd = sys::pidfd_open(tgid(ctx.pid())).map_err(|_| libc::ESRCH)?;
-    sys::pidfd_getfd(pidfd.as_fd(), fd).map_err(|e| match e.raw_os_error() {
-        Some(libc::EBADF) => libc::EBADF,
+/// Our copy of the caller's fd `fd`: ESRCH when the caller is gone,
+/// EBADF when it has no such fd.
+fn socket_copy(ctx: &dyn Task, fd: i32) -> Result<OwnedFd, i32> {
+    ctx.take_fd(fd).map_err(|e| match e.raw_os_error() {
+        Some(libc::ESRCH) => libc::ESRCH,
         _ => libc::EBADF,
     })
-}
-
-fn tgid(tid: i32) -> i32 {
-    std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Tgid:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(tid)
 }
 
 fn is_blocking(fd: &OwnedFd) -> bool {
@@ -222,12 +212,12 @@ fn is_blocking(fd: &OwnedFd) -> bool {
 /// included: openat2 RESOLVE_IN_ROOT), as an O_PATH fd that the address
 /// names as `/proc/self/fd/<fd>`; the fd must stay open during the call.
 /// A path the policy denies gives EACCES (`Denied::Policy`).
-fn unix_in_root(ctx: &Ctx<'_>, addr: &Addr, creds: &Creds) -> Result<Option<(Vec<u8>, OwnedFd)>, Denied> {
+fn unix_in_root(ctx: &dyn Task, addr: &Addr, creds: &Creds) -> Result<Option<(Vec<u8>, OwnedFd)>, Denied> {
     let Some(path) = addr.unix_path() else {
         return Ok(None);
     };
-    let (fd, cpath) = super::path::target(ctx.pid(), libc::AT_FDCWD, path, true, creds)?;
-    if ctx.sup.policy.paths.access(&cpath) == crate::policy::PathAccess::Deny {
+    let (fd, cpath) = super::path::target(ctx, libc::AT_FDCWD, path, true, creds)?;
+    if ctx.sup().policy.paths.access(&cpath) == crate::policy::PathAccess::Deny {
         return Err(Denied::Policy(cpath));
     }
     let mut bytes = addr.bytes[..2].to_vec();
@@ -276,7 +266,7 @@ struct Prepared {
 /// copied: the caller is still waiting, the destination is allowed, our
 /// copy of its socket, the address in our terms. `Err` is the answer.
 fn prepare(
-    ctx: &Ctx<'_>,
+    ctx: &dyn Task,
     addr: &Addr,
     verdict: Result<Option<String>, (i32, String)>,
     detail: &str,
@@ -298,9 +288,8 @@ fn prepare(
 }
 
 /// connect(fd, addr, len)
-pub fn connect(ctx: &Ctx<'_>) -> Outcome {
-    let pid = ctx.pid();
-    let addr = match Addr::read(pid, ctx.arg(1), ctx.arg(2)) {
+pub fn connect(ctx: &dyn Task) -> Outcome {
+    let addr = match Addr::read(ctx, ctx.arg(1), ctx.arg(2)) {
         Ok(a) => a,
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "connect: bad address".into()),
     };
@@ -353,9 +342,8 @@ pub fn connect(ctx: &Ctx<'_>) -> Outcome {
 ///    moves directories back and forth around the bind can leave a socket
 ///    file, never data, in a read-only tree; no kernel-level rule is
 ///    affected.
-pub fn bind(ctx: &Ctx<'_>) -> Outcome {
-    let pid = ctx.pid();
-    let addr = match Addr::read(pid, ctx.arg(1), ctx.arg(2)) {
+pub fn bind(ctx: &dyn Task) -> Outcome {
+    let addr = match Addr::read(ctx, ctx.arg(1), ctx.arg(2)) {
         Ok(a) => a,
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "bind: bad address".into()),
     };
@@ -379,7 +367,7 @@ pub fn bind(ctx: &Ctx<'_>) -> Outcome {
             detail,
         );
     };
-    let cwd = match super::path::dir_copy(pid, libc::AT_FDCWD) {
+    let cwd = match super::path::dir_copy(ctx, libc::AT_FDCWD) {
         Ok(c) => c,
         Err(_) => return out(libc::ESRCH, "allow"),
     };
@@ -389,7 +377,7 @@ pub fn bind(ctx: &Ctx<'_>) -> Outcome {
         Ok(f) => f,
         Err(_) => return out(libc::EIO, "allow"),
     };
-    let paths = &ctx.sup.policy.paths;
+    let paths = &ctx.sup().policy.paths;
     let (parent, name) = super::path::split_parent(path);
     let (Ok(parent), Ok(name)) = (CString::new(parent), CString::new(name)) else {
         return out(libc::EINVAL, "allow");
@@ -484,19 +472,14 @@ fn in_fs_of<T: Send>(
 }
 
 /// sendto(fd, buf, len, flags, addr, addrlen) with a non-null addr.
-pub fn sendto(ctx: &Ctx<'_>) -> Outcome {
-    let pid = ctx.pid();
-    let addr = match Addr::read(pid, ctx.arg(4), ctx.arg(5)) {
+pub fn sendto(ctx: &dyn Task) -> Outcome {
+    let addr = match Addr::read(ctx, ctx.arg(4), ctx.arg(5)) {
         Ok(a) => a,
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "sendto: bad address".into()),
     };
     let len = (ctx.arg(2) as usize).min(MAX_PAYLOAD);
     let mut data = vec![0u8; len];
-    if len > 0
-        && sys::read_mem(pid, ctx.arg(1), &mut data)
-            .map(|n| n != len)
-            .unwrap_or(true)
-    {
+    if len > 0 && ctx.read_mem(ctx.arg(1), &mut data).map(|n| n != len).unwrap_or(true) {
         return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", addr.describe());
     }
     let (shown, verdict) = check(ctx, &addr, true);
@@ -690,28 +673,28 @@ pub fn cmsgs(control: &[u8]) -> impl Iterator<Item = Result<Cmsg, i32>> + '_ {
 
 /// sendmsg(fd, msg, flags): the header, address, data and ancillary data
 /// are copied; SCM_RIGHTS fds are translated through pidfd_getfd.
-pub fn sendmsg(ctx: &Ctx<'_>) -> Outcome {
+pub fn sendmsg(ctx: &dyn Task) -> Outcome {
     match sendmsg_inner(ctx) {
         Ok(o) => o,
         Err(e) => Outcome::new(Reply::Errno(e), "emulate", "sendmsg: bad arguments".into()),
     }
 }
 
-fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
-    let pid = ctx.pid();
+fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     let mut raw = [0u8; std::mem::size_of::<MsgHdr>()];
-    let n = sys::read_mem(pid, ctx.arg(1), &mut raw).map_err(|_| libc::EFAULT)?;
+    let n = ctx.read_mem(ctx.arg(1), &mut raw).map_err(|_| libc::EFAULT)?;
     let hdr = MsgHdr::from_bytes(&raw[..n])?;
     let addr = if hdr.name != 0 && hdr.namelen > 0 {
-        Some(Addr::read(pid, hdr.name, u64::from(hdr.namelen))?)
+        Some(Addr::read(ctx, hdr.name, u64::from(hdr.namelen))?)
     } else {
         None
     };
-    let data = gather(&hdr, |at, buf| sys::read_mem(pid, at, buf).map_err(|_| libc::EFAULT))?;
+    let data = gather(&hdr, |at, buf| ctx.read_mem(at, buf).map_err(|_| libc::EFAULT))?;
     let controllen = (hdr.controllen as usize).min(MAX_CONTROL);
     let mut control = vec![0u8; controllen];
     if controllen > 0
-        && sys::read_mem(pid, hdr.control, &mut control)
+        && ctx
+            .read_mem(hdr.control, &mut control)
             .map(|n| n != controllen)
             .unwrap_or(true)
     {
@@ -741,7 +724,7 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
     for c in msgs {
         let c = c?;
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_CREDENTIALS {
-            if let Err(e) = own_credentials(pid, &creds, &mut control[c.data.clone()]) {
+            if let Err(e) = own_credentials(ctx, &creds, &mut control[c.data.clone()]) {
                 return Ok(Outcome::new(
                     Reply::Errno(e),
                     "deny",
@@ -750,10 +733,9 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
             }
         }
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_RIGHTS {
-            let pidfd = sys::pidfd_open(tgid(pid)).map_err(|_| libc::ESRCH)?;
             for at in c.int_offsets() {
                 let n = i32::from_ne_bytes(control[at..at + 4].try_into().map_err(|_| libc::EINVAL)?);
-                let copy = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| libc::EBADF)?;
+                let copy = socket_copy(ctx, n)?;
                 control[at..at + 4].copy_from_slice(&copy.as_raw_fd().to_ne_bytes());
                 held.push(copy);
             }
@@ -798,13 +780,14 @@ fn sendmsg_inner(ctx: &Ctx<'_>) -> Result<Outcome, i32> {
 /// (the kernel requires the sender's): the receiver sees pid 0, as with
 /// `SO_PEERCRED` under emulation. Errors: `EINVAL` for a short message,
 /// `EPERM` for credentials that are not the caller's.
-fn own_credentials(tid: i32, creds: &Creds, ucred: &mut [u8]) -> Result<(), i32> {
+fn own_credentials(t: &dyn Task, creds: &Creds, ucred: &mut [u8]) -> Result<(), i32> {
     if ucred.len() < 12 {
         return Err(libc::EINVAL);
     }
     let at = |i: usize| u32::from_ne_bytes([ucred[i], ucred[i + 1], ucred[i + 2], ucred[i + 3]]);
     let (pid, uid, gid) = (at(0) as i32, at(4), at(8));
-    let own_pid = super::path::ns_ids(tid)
+    let own_pid = t
+        .ns_ids()
         .and_then(|(p, _)| p.parse::<i32>().ok())
         .is_some_and(|p| p == pid);
     const CAP_SETGID: u32 = 6;
@@ -826,7 +809,7 @@ fn own_credentials(tid: i32, creds: &Creds, ucred: &mut [u8]) -> Result<(), i32>
 /// (kernel/audit.c, `audit_netlink_ok`), and the supervisor is in it. For
 /// a NETLINK_AUDIT socket of a caller in another pid namespace, `Err(EPERM)`
 /// when `data` holds any other message type.
-fn audit_netlink_allowed(ctx: &Ctx<'_>, sock: &OwnedFd, data: &[u8]) -> Result<(), i32> {
+fn audit_netlink_allowed(ctx: &dyn Task, sock: &OwnedFd, data: &[u8]) -> Result<(), i32> {
     const NETLINK_AUDIT: i32 = 9;
     if sockopt_int(sock, libc::SO_DOMAIN) != Some(libc::AF_NETLINK)
         || sockopt_int(sock, libc::SO_PROTOCOL) != Some(NETLINK_AUDIT)
@@ -934,6 +917,60 @@ action = 'deny'
         // Without host rules, port 53 is an address like any other.
         let t = Fake::new("name = 't'\n", 0);
         assert_eq!(check(&t, &v4([8, 8, 8, 8], 53), false).1, Ok(None));
+    }
+
+    /// A caller rooted in a temp tree with `/secret/app.sock` (denied by
+    /// the path rules), `/data/app.sock` and symlinks into `/secret`, whose
+    /// fd 3 is a non-blocking unbound unix datagram socket; `path` as a
+    /// `sockaddr_un` at [`Fake::BASE`] (its length returned).
+    fn unix_caller(path: &str) -> (crate::supervisor::syscalls::task::fake::TempTree, Fake, u64) {
+        let root = crate::supervisor::syscalls::task::fake::TempTree::new("net");
+        for d in ["secret", "data"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("secret/app.sock"), "").unwrap();
+        std::fs::write(root.join("data/app.sock"), "").unwrap();
+        std::os::unix::fs::symlink("/secret/app.sock", root.join("data/abs.sock")).unwrap();
+        std::os::unix::fs::symlink("../secret", root.join("data/dir")).unwrap();
+        let policy = "name = 't'\n[[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n";
+        let mut t = Fake::new(policy, 256);
+        t.root = Some(root.0.clone());
+        let sock = std::os::unix::net::UnixDatagram::unbound().unwrap();
+        sock.set_nonblocking(true).unwrap();
+        t.fds.insert(3, sock.into());
+        let mut addr = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        addr.extend_from_slice(path.as_bytes());
+        addr.push(0);
+        t.mem.borrow_mut()[..addr.len()].copy_from_slice(&addr);
+        (root, t, addr.len() as u64)
+    }
+
+    #[test]
+    fn unix_connects_and_sends_decide_on_the_socket_file_reached() {
+        for path in [
+            "/secret/app.sock",
+            "/data/abs.sock",
+            "/data/dir/app.sock",
+            "/data/../../secret/app.sock",
+            "/proc/self/root/secret/app.sock",
+        ] {
+            let (_root, mut t, len) = unix_caller(path);
+            t.args = [3, Fake::BASE, len, 0, 0, 0];
+            let out = connect(&t);
+            assert!(matches!(out.reply, Reply::Errno(libc::EACCES)), "connect {path}");
+            assert_eq!((out.action, out.detail.as_str()), ("deny", "/secret/app.sock"));
+            // sendto(fd, buf, 0, flags, addr, len)
+            t.args = [3, Fake::BASE, 0, 0, Fake::BASE, len];
+            let out = sendto(&t);
+            assert!(matches!(out.reply, Reply::Errno(libc::EACCES)), "sendto {path}");
+            assert_eq!(out.action, "deny");
+        }
+        // (An allowed connect goes on with the caller's identity, which
+        // needs root: the integration suites check it.) A socket fd the
+        // caller does not have.
+        let (_root, mut t, len) = unix_caller("/data/app.sock");
+        t.args = [4, Fake::BASE, len, 0, 0, 0];
+        assert!(matches!(connect(&t).reply, Reply::Errno(libc::EBADF)));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::path::*;
-use super::{Ctx, Outcome, Reply};
+use super::{Ctx, Outcome, Reply, Task};
 use crate::supervisor::creds::Creds;
 use crate::sys;
 
@@ -41,7 +41,7 @@ struct Request {
 }
 
 /// Handles one open-family notification.
-pub fn open(ctx: &Ctx<'_>, name: &str) -> Outcome {
+pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
     let req = match decode(ctx, name) {
         Ok(r) => r,
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", format!("{name}: bad arguments")),
@@ -74,7 +74,7 @@ pub fn open(ctx: &Ctx<'_>, name: &str) -> Outcome {
             Outcome::new(Reply::Blocking(job), "allow", String::new())
         }
         Err(Denied::Policy(p)) => {
-            let rule = ctx.sup.policy.explain_path(&p);
+            let rule = ctx.sup().policy.explain_path(&p);
             Outcome::new(
                 Reply::Errno(libc::EACCES),
                 "deny",
@@ -86,8 +86,7 @@ pub fn open(ctx: &Ctx<'_>, name: &str) -> Outcome {
     }
 }
 
-fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
-    let pid = ctx.pid();
+fn decode(ctx: &dyn Task, name: &str) -> Result<Request, i32> {
     let (dirfd, ptr, flags, mode, resolve) = match name {
         "open" => (libc::AT_FDCWD, ctx.arg(0), ctx.arg(1), ctx.arg(2), 0),
         "creat" => (
@@ -105,12 +104,12 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
             // far as it can be (what is not read stays zero).
             let mut raw = vec![0u8; size];
             let (head, rest) = raw.split_at_mut(OPEN_HOW_SIZE);
-            if sys::read_mem(pid, ctx.arg(2), head).map_err(|_| libc::EFAULT)? != OPEN_HOW_SIZE {
+            if ctx.read_mem(ctx.arg(2), head).map_err(|_| libc::EFAULT)? != OPEN_HOW_SIZE {
                 return Err(libc::EFAULT);
             }
             if !rest.is_empty() {
                 let at = ctx.arg(2).checked_add(OPEN_HOW_SIZE as u64).ok_or(libc::EFAULT)?;
-                sys::read_mem(pid, at, rest).map_err(|_| libc::EFAULT)?;
+                ctx.read_mem(at, rest).map_err(|_| libc::EFAULT)?;
             }
             let how = OpenHow::from_bytes(&raw)?;
             how.check()?;
@@ -121,7 +120,9 @@ fn decode(ctx: &Ctx<'_>, name: &str) -> Result<Request, i32> {
     // open(2) and openat(2) ignore flags they do not know (openat2 refuses
     // them, above), and O_PATH keeps only the flags it understands.
     let flags = if name == "openat2" { flags } else { legacy_flags(flags) };
-    let path = sys::read_cstring(pid, ptr, PATH_MAX).map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))?;
+    let path = ctx
+        .read_cstring(ptr, PATH_MAX)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))?;
     if path.is_empty() {
         return Err(libc::ENOENT);
     }
@@ -267,32 +268,33 @@ enum Done {
     Continue,
 }
 
-fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied> {
-    let pid = ctx.pid();
+fn perform(ctx: &dyn Task, req: &Request, may_block: bool) -> Result<Done, Denied> {
     let crate::supervisor::task::Caller { creds, root } = ctx.caller().map_err(|_| Denied::Errno(libc::ESRCH))?;
     let root: &Root = &root;
-    let policy = &ctx.sup.policy.paths;
+    let policy = &ctx.sup().policy.paths;
 
     // The caller asked for scoped resolution: the kernel's own semantics on
     // a copy of its dirfd; the final path is still checked below.
     let scoped = req.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT) != 0;
     let copy;
     let (base, target): (BorrowedFd<'_>, Vec<u8>) = if scoped {
-        copy = dir_copy(pid, req.dirfd)?;
+        copy = dir_copy(ctx, req.dirfd)?;
         (copy.as_fd(), req.path.clone())
     } else {
         if req.resolve & (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) != 0 {
-            no_links(root, pid, req)?;
+            no_links(root, ctx, req)?;
         }
-        let abs = match container_abs(root, pid, req.dirfd, &req.path)? {
+        let abs = match container_abs(root, ctx, req.dirfd, &req.path)? {
             Ok(abs) => abs,
             Err(Magic::Fd(n)) => {
-                let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
-                let copy = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::ENOENT))?;
+                let copy = ctx.take_fd(n).map_err(|e| match e.raw_os_error() {
+                    Some(libc::ESRCH) => Denied::Errno(libc::ESRCH),
+                    _ => Denied::Errno(libc::ENOENT),
+                })?;
                 return reopen_fd(ctx, req, copy, &creds);
             }
             // A deleted directory itself (its "."): reopened from our copy.
-            Err(Magic::Deleted(d)) => return reopen_fd(ctx, req, dir_copy(pid, d)?, &creds),
+            Err(Magic::Deleted(d)) => return reopen_fd(ctx, req, dir_copy(ctx, d)?, &creds),
             Err(_) => return reopen_exe(ctx, req, &creds),
         };
         (root.as_fd(), abs)
@@ -314,7 +316,7 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
     // credentials (each switch is a syscall or more, and its undoing).
     as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
         Ok(match sys::openat2(base, &target, lookup, 0, resolve) {
-            Ok(found) => decide_and_reopen(pid, root, found, req, &creds, policy, creating, may_block),
+            Ok(found) => decide_and_reopen(ctx.pid(), root, found, req, &creds, policy, creating, may_block),
             // "f/" of an existing non-directory: create gives the
             // kernel's EISDIR (after its parent's errors).
             Err(e)
@@ -334,13 +336,13 @@ fn perform(ctx: &Ctx<'_>, req: &Request, may_block: bool) -> Result<Done, Denied
 /// the others are symlinks (ELOOP with RESOLVE_NO_SYMLINKS), and the
 /// caller's own `/proc/<pid>/{fd/N,exe,cwd,root}` are magic links (ELOOP
 /// with either).
-fn no_links(root: &Root, pid: i32, req: &Request) -> Result<(), Denied> {
-    let Ok(abs) = absolute(root, pid, req.dirfd, &req.path)? else {
+fn no_links(root: &Root, t: &dyn Task, req: &Request) -> Result<(), Denied> {
+    let Ok(abs) = absolute(root, t, req.dirfd, &req.path)? else {
         // A deleted directory itself: no link on the way.
         return Ok(());
     };
-    let rewritten = rewrite_proc_self(pid, &abs);
-    if (req.resolve & RESOLVE_NO_SYMLINKS != 0 && rewritten != abs) || own_magic_link(pid, &rewritten).is_some() {
+    let rewritten = rewrite_proc_self(t, &abs);
+    if (req.resolve & RESOLVE_NO_SYMLINKS != 0 && rewritten != abs) || own_magic_link(t, &rewritten).is_some() {
         return Err(Denied::Errno(libc::ELOOP));
     }
     Ok(())
@@ -454,23 +456,16 @@ fn create(
 
 /// An open of the caller's own `/proc/self/exe`: the binary it runs, opened
 /// through our view of its procfs entry, after checking its container path.
-fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denied> {
-    let pid = ctx.pid();
-    let root = root_of(pid)?;
+fn reopen_exe(ctx: &dyn Task, req: &Request, creds: &Creds) -> Result<Done, Denied> {
+    let root = root_of(ctx)?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_TRUNC) as u64);
     // Open the link as root (procfs checks ptrace access), then check the
     // caller may open the binary itself: reopen our copy as the caller.
-    let exe = sys::openat2(
-        cwd_fd(),
-        &cstr(format!("/proc/{pid}/exe"))?,
-        (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        0,
-        0,
-    )?;
+    let exe = ctx.exe()?;
     let link = cstr(format!("/proc/self/fd/{}", exe.as_raw_fd()))?;
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     let path = container_path(&root, &fd)?;
-    if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
+    if !ctx.sup().policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     if req.flags & libc::O_PATH as u64 != 0 {
@@ -483,11 +478,10 @@ fn reopen_exe(ctx: &Ctx<'_>, req: &Request, creds: &Creds) -> Result<Done, Denie
 /// A reopen of an object the caller holds (its own fd through
 /// `/proc/self/fd/N`, or its deleted cwd or dirfd): done on our `copy`
 /// (pidfd_getfd), after checking the path of the object it refers to.
-fn reopen_fd(ctx: &Ctx<'_>, req: &Request, copy: OwnedFd, creds: &Creds) -> Result<Done, Denied> {
-    let pid = ctx.pid();
-    let root = root_of(pid)?;
+fn reopen_fd(ctx: &dyn Task, req: &Request, copy: OwnedFd, creds: &Creds) -> Result<Done, Denied> {
+    let root = root_of(ctx)?;
     let path = container_path(&root, &copy)?;
-    if !ctx.sup.policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
+    if !ctx.sup().policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     if req.flags & libc::O_PATH as u64 != 0 {
@@ -496,7 +490,7 @@ fn reopen_fd(ctx: &Ctx<'_>, req: &Request, copy: OwnedFd, creds: &Creds) -> Resu
         return Ok(Done::Continue);
     }
     let st = nix::sys::stat::fstat(copy.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
-    check_device(pid, &st, req.flags)?;
+    check_device(ctx.pid(), &st, req.flags)?;
     let link = cstr(format!("/proc/self/fd/{}", copy.as_raw_fd()))?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !(libc::O_CREAT as u64);
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
@@ -545,7 +539,260 @@ pub fn flags_str(flags: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::task::fake::{Fake, TempTree};
     use super::*;
+
+    /// The policy of the supervisor suite's `files_env`: `/secret` denied,
+    /// `/etc` read-only.
+    const POLICY: &str = "name = 't'\n\
+        [[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n\
+        [[path]]\npattern = \"/secret\"\naccess = \"deny\"\n\
+        [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n";
+
+    /// A container root with the suite's files: `/secret/key` (denied),
+    /// `/data/ok.txt`, symlinks from `/data` into `/secret` (absolute,
+    /// relative past the root, to the directory, dangling), and `/etc`,
+    /// `/work`.
+    fn rootfs() -> TempTree {
+        let t = TempTree::new("open");
+        for d in ["secret", "data", "etc", "work"] {
+            std::fs::create_dir(t.join(d)).unwrap();
+        }
+        std::fs::write(t.join("secret/key"), "TOPSECRET").unwrap();
+        std::fs::write(t.join("data/ok.txt"), "fine").unwrap();
+        std::fs::write(t.join("etc/hostname"), "cordon").unwrap();
+        let link = |to: &str, at: &str| std::os::unix::fs::symlink(to, t.join(at)).unwrap();
+        link("/secret/key", "data/abs-link");
+        link("../../../../../secret/key", "data/rel-link");
+        link("ok.txt", "data/good-link");
+        link("/secret", "data/dir-link");
+        link("/secret/planted", "data/dangling-secret");
+        link("/work/created", "data/dangling-ok");
+        t
+    }
+
+    /// A caller whose root is `root`, cwd `cwd` (below the root) and fds
+    /// `fds` (number, directory below the root).
+    fn caller(root: &TempTree, cwd: &str, fds: &[(i32, &str)]) -> Fake {
+        let mut t = Fake::new(POLICY, 8192);
+        t.root = Some(root.0.clone());
+        t.cwd = Some(root.join(cwd));
+        for &(n, d) in fds {
+            t.fds.insert(n, Fake::open_dir(&root.join(d)).unwrap());
+        }
+        t
+    }
+
+    /// What the caller sees: `ok <contents>` for an fd it can read, `ok`
+    /// for one it cannot (a directory, write-only), `continue` (the kernel
+    /// opens it), or `err <errno>`; and the audit action.
+    fn answer(t: &Fake, name: &str) -> (String, &'static str) {
+        use std::io::Read;
+        let out = open(t, name);
+        let got = match out.reply {
+            Reply::Fd { fd, .. } => {
+                let mut s = String::new();
+                match std::fs::File::from(fd).read_to_string(&mut s) {
+                    Ok(_) => format!("ok {s}"),
+                    Err(_) => "ok".into(),
+                }
+            }
+            Reply::Errno(e) => format!("err {}", std::io::Error::from_raw_os_error(e)),
+            Reply::Continue => "continue".into(),
+            Reply::Value(v) => format!("value {v}"),
+            Reply::Blocking(_) => "blocking".into(),
+        };
+        (got, out.action)
+    }
+
+    /// openat(dirfd, path, flags, 0o644) by `t`.
+    fn openat(t: &mut Fake, dirfd: i32, path: &str, flags: i32) -> (String, &'static str) {
+        let mut bytes = path.as_bytes().to_vec();
+        bytes.push(0);
+        t.mem.borrow_mut()[..bytes.len()].copy_from_slice(&bytes);
+        t.args = [dirfd as u64, Fake::BASE, flags as u64, 0o644, 0, 0];
+        answer(t, "openat")
+    }
+
+    fn denied() -> (String, &'static str) {
+        (
+            format!("err {}", std::io::Error::from_raw_os_error(libc::EACCES)),
+            "deny",
+        )
+    }
+
+    #[test]
+    fn every_alias_of_a_denied_file_is_denied() {
+        let root = rootfs();
+        let mut t = caller(&root, "/", &[(4, "etc"), (5, "data"), (6, "")]);
+        let at = libc::AT_FDCWD;
+        for path in [
+            "/secret/key",
+            "/./secret//key",
+            "//secret/key",
+            "/etc/../secret/key",
+            // `..` past the root stays at the root.
+            "/../../secret/key",
+            "/data/../../../secret/key",
+            "/data/abs-link",
+            "/data/rel-link",
+            "/data/dir-link/key",
+            "/proc/self/root/secret/key",
+            "/proc/thread-self/root/secret/key",
+            "/dev/fd/4/../secret/key",
+            "/proc/self/cwd/secret/key",
+            "data/../secret/key",
+        ] {
+            assert_eq!(openat(&mut t, at, path, libc::O_RDONLY), denied(), "{path}");
+        }
+        // Relative to a dirfd, through a symlink, and to the root's fd.
+        assert_eq!(openat(&mut t, 5, "dir-link/key", libc::O_RDONLY), denied());
+        assert_eq!(openat(&mut t, 5, "abs-link", libc::O_RDONLY), denied());
+        assert_eq!(openat(&mut t, 6, "secret/key", libc::O_RDONLY), denied());
+        // The directory itself.
+        assert_eq!(
+            openat(&mut t, at, "/secret", libc::O_RDONLY | libc::O_DIRECTORY),
+            denied()
+        );
+        assert_eq!(openat(&mut t, 5, "dir-link", libc::O_RDONLY), denied());
+        // Relative to a cwd in the denied directory.
+        let mut inside = caller(&root, "secret", &[]);
+        assert_eq!(openat(&mut inside, at, "key", libc::O_RDONLY), denied());
+        assert_eq!(openat(&mut inside, at, ".", libc::O_RDONLY), denied());
+        // The denial names the rule that decided.
+        t.mem.borrow_mut()[..12].copy_from_slice(b"/secret/key\0");
+        t.args = [at as u64, Fake::BASE, 0, 0, 0, 0];
+        assert_eq!(open(&t, "openat").rule.as_deref(), Some("path[0] \"/secret/**\" deny"));
+    }
+
+    #[test]
+    fn allowed_paths_open_the_file_they_name() {
+        let root = rootfs();
+        let mut t = caller(&root, "data", &[(5, "data"), (4, "etc")]);
+        let at = libc::AT_FDCWD;
+        let fine = ("ok fine".to_string(), "allow");
+        assert_eq!(openat(&mut t, at, "/data/ok.txt", libc::O_RDONLY), fine);
+        assert_eq!(openat(&mut t, at, "/data/good-link", libc::O_RDONLY), fine);
+        assert_eq!(openat(&mut t, at, "ok.txt", libc::O_RDONLY), fine);
+        assert_eq!(openat(&mut t, 5, "ok.txt", libc::O_RDONLY), fine);
+        assert_eq!(openat(&mut t, at, "/dev/fd/5/ok.txt", libc::O_RDONLY), fine);
+        assert_eq!(openat(&mut t, at, "/proc/self/cwd/ok.txt", libc::O_RDONLY), fine);
+        assert_eq!(openat(&mut t, at, "/../data/./ok.txt", libc::O_RDONLY), fine);
+        let host = ("ok cordon".to_string(), "allow");
+        assert_eq!(openat(&mut t, at, "/proc/self/root/etc/hostname", libc::O_RDONLY), host);
+        assert_eq!(openat(&mut t, 4, "hostname", libc::O_RDONLY), host);
+        // A missing file, and an fd the caller does not have.
+        let enoent = format!("err {}", std::io::Error::from_raw_os_error(libc::ENOENT));
+        assert_eq!(openat(&mut t, at, "/data/none", libc::O_RDONLY), (enoent, "allow"));
+        let ebadf = format!("err {}", std::io::Error::from_raw_os_error(libc::EBADF));
+        assert_eq!(openat(&mut t, 9, "ok.txt", libc::O_RDONLY), (ebadf, "allow"));
+    }
+
+    #[test]
+    fn writes_and_creates_follow_the_tree_rules() {
+        let root = rootfs();
+        let mut t = caller(&root, "/", &[]);
+        let at = libc::AT_FDCWD;
+        let create = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        // Read-only /etc: readable, not writable, nothing created in it.
+        assert_eq!(openat(&mut t, at, "/etc/hostname", libc::O_RDONLY).0, "ok cordon");
+        assert_eq!(openat(&mut t, at, "/etc/hostname", libc::O_WRONLY), denied());
+        assert_eq!(openat(&mut t, at, "/etc/hostname", libc::O_RDWR), denied());
+        assert_eq!(openat(&mut t, at, "/etc/new", create), denied());
+        assert!(!root.join("etc/new").exists());
+        // A denied directory: no file created, directly or through a
+        // dangling symlink into it.
+        assert_eq!(openat(&mut t, at, "/secret/new", create), denied());
+        assert!(!root.join("secret/new").exists());
+        assert_eq!(openat(&mut t, at, "/data/dangling-secret", create), denied());
+        assert!(!root.join("secret/planted").exists());
+        // Allowed: created where the dangling link points, and in place.
+        assert_eq!(openat(&mut t, at, "/data/dangling-ok", create), ("ok".into(), "allow"));
+        assert!(root.join("work/created").is_file());
+        assert_eq!(openat(&mut t, at, "/work/new", create), ("ok".into(), "allow"));
+        assert!(root.join("work/new").is_file());
+        // With O_NOFOLLOW the dangling link is not followed: ELOOP.
+        let eloop = format!("err {}", std::io::Error::from_raw_os_error(libc::ELOOP));
+        assert_eq!(
+            openat(&mut t, at, "/data/dangling-ok", create | libc::O_NOFOLLOW).0,
+            eloop
+        );
+        // The kernel's answers on existing objects.
+        let err = |e: i32| format!("err {}", std::io::Error::from_raw_os_error(e));
+        assert_eq!(
+            openat(&mut t, at, "/work/new", create | libc::O_EXCL).0,
+            err(libc::EEXIST)
+        );
+        assert_eq!(openat(&mut t, at, "/work", create).0, err(libc::EISDIR));
+        assert_eq!(openat(&mut t, at, "/work/new/", create).0, err(libc::EISDIR));
+    }
+
+    #[test]
+    fn o_path_is_decided_then_left_to_the_kernel() {
+        let root = rootfs();
+        let mut t = caller(&root, "/", &[]);
+        let at = libc::AT_FDCWD;
+        assert_eq!(openat(&mut t, at, "/secret/key", libc::O_PATH), denied());
+        assert_eq!(openat(&mut t, at, "/data/abs-link", libc::O_PATH), denied());
+        // Not followed: the link itself, in an allowed directory.
+        assert_eq!(
+            openat(&mut t, at, "/data/abs-link", libc::O_PATH | libc::O_NOFOLLOW),
+            ("continue".into(), "allow")
+        );
+        assert_eq!(
+            openat(&mut t, at, "/data/ok.txt", libc::O_PATH),
+            ("continue".into(), "allow")
+        );
+        // open(2) drops the flags O_PATH does not take: no write, no create.
+        assert_eq!(
+            openat(&mut t, at, "/etc/hostname", libc::O_PATH | libc::O_RDWR),
+            ("continue".into(), "allow")
+        );
+    }
+
+    #[test]
+    fn openat2_checks_its_arguments_and_scopes() {
+        let root = rootfs();
+        let mut t = caller(&root, "/", &[(5, "data")]);
+        let call = |t: &mut Fake, dirfd: i32, path: &str, how: OpenHow| {
+            let how = [how.flags, how.mode, how.resolve].map(u64::to_ne_bytes).concat();
+            let mut mem = t.mem.borrow_mut();
+            mem[..path.len()].copy_from_slice(path.as_bytes());
+            mem[path.len()] = 0;
+            mem[4096..4096 + how.len()].copy_from_slice(&how);
+            drop(mem);
+            t.args = [dirfd as u64, Fake::BASE, Fake::BASE + 4096, 24, 0, 0];
+            answer(t, "openat2").0
+        };
+        let how = |flags: i32, resolve: u64| OpenHow {
+            flags: flags as u64,
+            mode: 0,
+            resolve,
+        };
+        let err = |e: i32| format!("err {}", std::io::Error::from_raw_os_error(e));
+        assert_eq!(call(&mut t, 5, "ok.txt", how(0, RESOLVE_BENEATH)), "ok fine");
+        assert_eq!(
+            call(&mut t, 5, "../secret/key", how(0, RESOLVE_BENEATH)),
+            err(libc::EXDEV)
+        );
+        // In the dirfd as a root, `..` stays in /data; the policy still decides.
+        assert_eq!(call(&mut t, 5, "../ok.txt", how(0, RESOLVE_IN_ROOT)), "ok fine");
+        assert_eq!(call(&mut t, 5, "dir-link/key", how(0, 0)), denied().0);
+        assert_eq!(
+            call(&mut t, 5, "good-link", how(0, RESOLVE_NO_SYMLINKS)),
+            err(libc::ELOOP)
+        );
+        assert_eq!(
+            call(&mut t, 5, "/proc/self/root/data/ok.txt", how(0, RESOLVE_NO_MAGICLINKS)),
+            err(libc::ELOOP)
+        );
+        // Flags openat2 refuses before any lookup.
+        assert_eq!(call(&mut t, 5, "ok.txt", how(0x4000_0000, 0)), err(libc::EINVAL));
+        assert_eq!(
+            call(&mut t, 5, "ok.txt", how(libc::O_PATH | libc::O_RDWR, 0)),
+            err(libc::EINVAL)
+        );
+    }
 
     #[test]
     fn parent_split() {

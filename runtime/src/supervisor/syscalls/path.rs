@@ -8,6 +8,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::Task;
 use crate::supervisor::creds::{self, Creds};
 use crate::sys;
 
@@ -53,20 +54,21 @@ pub fn pidfd_of(tid: i32) -> std::io::Result<OwnedFd> {
     sys::pidfd_open_flags(tid, PIDFD_THREAD).or_else(|_| sys::pidfd_open(tid))
 }
 
-/// Our copy of the caller's fd `dirfd`.
-pub fn dir_copy(pid: i32, dirfd: i32) -> Result<OwnedFd, Denied> {
+/// Our copy of the caller's fd `dirfd` (its cwd for AT_FDCWD): ESRCH when
+/// the caller is gone, EBADF when it has no such fd.
+pub fn dir_copy(t: &dyn Task, dirfd: i32) -> Result<OwnedFd, Denied> {
     if dirfd == libc::AT_FDCWD {
-        return sys::openat2(
-            cwd_fd(),
-            &cstr(format!("/proc/{pid}/cwd"))?,
-            (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-            0,
-            0,
-        )
-        .map_err(Into::into);
+        return t.cwd().map_err(Into::into);
     }
-    let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
-    sys::pidfd_getfd(pidfd.as_fd(), dirfd).map_err(|_| Denied::Errno(libc::EBADF))
+    take_fd_or(t, dirfd, libc::EBADF)
+}
+
+/// The caller's fd `n`, or `errno` when it has none (ESRCH when it is gone).
+pub fn take_fd_or(t: &dyn Task, n: i32, errno: i32) -> Result<OwnedFd, Denied> {
+    t.take_fd(n).map_err(|e| match e.raw_os_error() {
+        Some(libc::ESRCH) => Denied::Errno(libc::ESRCH),
+        _ => Denied::Errno(errno),
+    })
 }
 
 /// A caller's root directory: an O_PATH fd on it, and (read once, on
@@ -119,11 +121,11 @@ pub fn container_path(root: &Root, fd: &OwnedFd) -> Result<PathBuf, Denied> {
 /// The caller's path made absolute inside the container, or
 /// [`Magic::Deleted`] when it names a deleted directory (the caller's cwd
 /// or `dirfd`) itself, which no path names.
-pub fn absolute(root: &Root, pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
+pub fn absolute(root: &Root, t: &dyn Task, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
     if path.first() == Some(&b'/') {
         return Ok(Ok(path.to_vec()));
     }
-    let dir = dir_copy(pid, dirfd)?;
+    let dir = dir_copy(t, dirfd)?;
     let st = nix::sys::stat::fstat(dir.as_raw_fd()).map_err(|e| Denied::Errno(e as i32))?;
     if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
         return Err(Denied::Errno(libc::ENOTDIR));
@@ -207,8 +209,8 @@ pub fn ns_ids(tid: i32) -> Option<(String, String)> {
 }
 
 /// Rewrites the self-referring aliases to the caller's own numbers.
-pub fn rewrite_proc_self(tid: i32, abs: &[u8]) -> Vec<u8> {
-    rewrite_proc_alias(abs, || ns_ids(tid))
+pub fn rewrite_proc_self(t: &dyn Task, abs: &[u8]) -> Vec<u8> {
+    rewrite_proc_alias(abs, || t.ns_ids())
 }
 
 /// Rewrites a self-referring alias at the start of the absolute container
@@ -266,9 +268,9 @@ pub enum Magic {
 
 /// Recognises the caller's own magic links, which openat2 refuses with
 /// RESOLVE_NO_MAGICLINKS; other processes' stay refused (ELOOP).
-pub fn own_magic_link(tid: i32, abs: &[u8]) -> Option<Magic> {
+pub fn own_magic_link(t: &dyn Task, abs: &[u8]) -> Option<Magic> {
     let (pid, magic) = parse_magic_link(abs)?;
-    let (ns_pid, _) = ns_ids(tid)?;
+    let (ns_pid, _) = t.ns_ids()?;
     (pid == ns_pid).then_some(magic)
 }
 
@@ -331,8 +333,8 @@ pub fn split_parent(path: &[u8]) -> (&[u8], &[u8]) {
 
 /// The caller's root directory (`/proc/<tid>/root`), opened anew; see
 /// [`crate::supervisor::task::caller`] for the kept one.
-pub fn root_of(pid: i32) -> Result<Root, Denied> {
-    open_root(pid).map(Root::new).map_err(|_| Denied::Errno(libc::ESRCH))
+pub fn root_of(t: &dyn Task) -> Result<Root, Denied> {
+    t.root().map_err(|_| Denied::Errno(libc::ESRCH))
 }
 
 /// An O_PATH fd on `/proc/<tid>/root`.
@@ -352,16 +354,16 @@ pub const IN_ROOT: u64 = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 /// A path of the caller made absolute inside its container, with the
 /// caller's own `/proc` aliases rewritten (`root/` and `cwd/` links
 /// folded in). `None` for links that need an object (`fd/N`, `exe`).
-pub fn container_abs(root: &Root, pid: i32, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
-    let abs = match absolute(root, pid, dirfd, path)? {
+pub fn container_abs(root: &Root, t: &dyn Task, dirfd: i32, path: &[u8]) -> Result<Result<Vec<u8>, Magic>, Denied> {
+    let abs = match absolute(root, t, dirfd, path)? {
         Ok(a) => a,
         Err(m) => return Ok(Err(m)),
     };
-    let abs = rewrite_proc_self(pid, &abs);
-    Ok(match own_magic_link(pid, &abs) {
+    let abs = rewrite_proc_self(t, &abs);
+    Ok(match own_magic_link(t, &abs) {
         Some(Magic::Root(rest)) => Ok([b"/".as_slice(), &rest].concat()),
-        Some(Magic::Cwd(rest)) => absolute(root, pid, libc::AT_FDCWD, &rest)?,
-        Some(Magic::FdPath(n, rest)) => absolute(root, pid, n, &rest)?,
+        Some(Magic::Cwd(rest)) => absolute(root, t, libc::AT_FDCWD, &rest)?,
+        Some(Magic::FdPath(n, rest)) => absolute(root, t, n, &rest)?,
         Some(m) => Err(m),
         None => Ok(abs),
     })
@@ -405,8 +407,8 @@ pub fn trailing_slash(path: &[u8]) -> bool {
 
 /// Resolves the parent of `path` (relative to the caller's `dirfd`); "/",
 /// "." and ".." (entries that always exist) give EEXIST.
-pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
-    let p = parent_any(pid, dirfd, path, creds)?;
+pub fn parent(t: &dyn Task, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
+    let p = parent_any(t, dirfd, path, creds)?;
     if p.last != Last::Norm {
         // mkdir -p asks for "/" first and expects EEXIST.
         return Err(Denied::Errno(libc::EEXIST));
@@ -418,13 +420,13 @@ pub fn parent(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent
 /// directory holding it is resolved as the kernel resolves it (so its
 /// errors come first) and [`Parent::last`] says which it is; each call
 /// then gives its own errno for them.
-pub fn parent_any(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
-    let root = root_of(pid)?;
-    let abs = match container_abs(&root, pid, dirfd, path)? {
+pub fn parent_any(t: &dyn Task, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Parent, Denied> {
+    let root = root_of(t)?;
+    let abs = match container_abs(&root, t, dirfd, path)? {
         Ok(a) => a,
         Err(Magic::Deleted(d)) => {
             // "." of a deleted directory: it exists (it is the caller's).
-            let dir = dir_copy(pid, d)?;
+            let dir = dir_copy(t, d)?;
             let full = container_path(&root, &dir)?.to_string_lossy().into_owned();
             return Ok(Parent {
                 dir,
@@ -477,29 +479,22 @@ pub fn parent_any(pid: i32, dirfd: i32, path: &[u8], creds: &Creds) -> Result<Pa
 
 /// Resolves `path` itself to an O_PATH fd (following a final symlink when
 /// `follow`), with the caller's credentials, and its container path.
-pub fn target(pid: i32, dirfd: i32, path: &[u8], follow: bool, creds: &Creds) -> Result<(OwnedFd, String), Denied> {
-    let root = root_of(pid)?;
-    let abs = match container_abs(&root, pid, dirfd, path)? {
+pub fn target(t: &dyn Task, dirfd: i32, path: &[u8], follow: bool, creds: &Creds) -> Result<(OwnedFd, String), Denied> {
+    let root = root_of(t)?;
+    let abs = match container_abs(&root, t, dirfd, path)? {
         Ok(a) => a,
         Err(Magic::Deleted(d)) => {
-            let fd = dir_copy(pid, d)?;
+            let fd = dir_copy(t, d)?;
             let p = container_path(&root, &fd)?;
             return Ok((fd, p.to_string_lossy().into_owned()));
         }
         Err(Magic::Fd(n)) => {
-            let pidfd = pidfd_of(pid).map_err(|_| Denied::Errno(libc::ESRCH))?;
-            let fd = sys::pidfd_getfd(pidfd.as_fd(), n).map_err(|_| Denied::Errno(libc::ENOENT))?;
+            let fd = take_fd_or(t, n, libc::ENOENT)?;
             let p = container_path(&root, &fd)?;
             return Ok((fd, p.to_string_lossy().into_owned()));
         }
         Err(_) => {
-            let fd = sys::openat2(
-                cwd_fd(),
-                &cstr(format!("/proc/{pid}/exe"))?,
-                (libc::O_PATH | libc::O_CLOEXEC) as u64,
-                0,
-                0,
-            )?;
+            let fd = t.exe()?;
             let p = container_path(&root, &fd)?;
             return Ok((fd, p.to_string_lossy().into_owned()));
         }

@@ -8,6 +8,7 @@
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
+use super::path::Root;
 use super::Ctx;
 use crate::supervisor::creds::Creds;
 use crate::supervisor::task::Caller;
@@ -35,8 +36,20 @@ pub trait Task {
     /// `max` bytes (ENAMETOOLONG beyond; see [`sys::decode_cstring`]).
     fn read_cstring(&self, addr: u64, max: usize) -> io::Result<Vec<u8>>;
     /// Our copy of the caller's fd `fd` (pidfd_getfd(2)): the same open
-    /// file description. EBADF when it has none.
+    /// file description. ESRCH when the caller is gone, another error
+    /// (EBADF) when it has no such fd.
     fn take_fd(&self, fd: i32) -> io::Result<OwnedFd>;
+    /// The caller's root directory, opened anew (`/proc/<tid>/root`):
+    /// paths of the caller are looked up under it (see [`Task::caller`]
+    /// for the one the supervisor keeps).
+    fn root(&self) -> io::Result<Root>;
+    /// An O_PATH fd on the caller's working directory (`/proc/<tid>/cwd`).
+    fn cwd(&self) -> io::Result<OwnedFd>;
+    /// An O_PATH fd on the binary the caller runs (`/proc/<tid>/exe`).
+    fn exe(&self) -> io::Result<OwnedFd>;
+    /// The caller's pid and tid as its own pid namespace numbers them
+    /// (the last `NSpid:` of `/proc/<tid>/status`); `None` when gone.
+    fn ns_ids(&self) -> Option<(String, String)>;
     /// Whether the caller still waits for this answer: checked after a
     /// memory read, so the read was the caller's.
     fn still_valid(&self) -> bool;
@@ -75,8 +88,26 @@ impl Task for Ctx<'_> {
         sys::read_cstring(Ctx::pid(self), addr, max)
     }
     fn take_fd(&self, fd: i32) -> io::Result<OwnedFd> {
-        let pidfd = super::pidfd_of(Ctx::pid(self))?;
+        let tid = Ctx::pid(self);
+        // Before Linux 6.9 (no PIDFD_THREAD) a thread other than the
+        // leader has no pidfd of its own: its thread group's shares its
+        // fd table (unless it unshared CLONE_FILES).
+        let pidfd = super::pidfd_of(tid)
+            .or_else(|_| sys::pidfd_open(tgid(tid)))
+            .map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
         sys::pidfd_getfd(pidfd.as_fd(), fd)
+    }
+    fn root(&self) -> io::Result<Root> {
+        super::path::open_root(Ctx::pid(self)).map(Root::new)
+    }
+    fn cwd(&self) -> io::Result<OwnedFd> {
+        proc_link(Ctx::pid(self), "cwd", libc::O_DIRECTORY)
+    }
+    fn exe(&self) -> io::Result<OwnedFd> {
+        proc_link(Ctx::pid(self), "exe", 0)
+    }
+    fn ns_ids(&self) -> Option<(String, String)> {
+        super::path::ns_ids(Ctx::pid(self))
     }
     fn still_valid(&self) -> bool {
         Ctx::still_valid(self)
@@ -95,16 +126,45 @@ impl Task for Ctx<'_> {
     }
 }
 
+/// The thread group of thread `tid` (`Tgid:` of `/proc/<tid>/status`),
+/// or `tid` itself when it cannot be read.
+fn tgid(tid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(tid)
+}
+
+/// An O_PATH fd (plus `flags`) on `/proc/<tid>/<link>`.
+fn proc_link(tid: i32, link: &str, flags: i32) -> io::Result<OwnedFd> {
+    let path = std::ffi::CString::new(format!("/proc/{tid}/{link}")).map_err(io::Error::other)?;
+    sys::openat2(
+        sys::cwd_fd(),
+        &path,
+        (libc::O_PATH | libc::O_CLOEXEC | flags) as u64,
+        0,
+        0,
+    )
+}
+
 /// A fake caller for unit tests: arguments, a memory of its own (one
-/// region at [`Fake::BASE`]), fixed credentials and UTS names, and a
-/// supervisor built from a policy text; no process, no root needed.
+/// region at [`Fake::BASE`]), fixed credentials and UTS names, a host
+/// directory as its root (and cwd), fds of its own, and a supervisor built
+/// from a policy text; no process, no root needed.
 #[cfg(test)]
 pub(crate) mod fake {
     use std::cell::RefCell;
+    use std::collections::HashMap;
     use std::io;
     use std::os::fd::OwnedFd;
+    use std::path::PathBuf;
+    use std::sync::Arc;
 
-    use super::Task;
+    use super::{Root, Task};
     use crate::supervisor::creds::Creds;
     use crate::supervisor::task::Caller;
     use crate::supervisor::{dns, Supervisor};
@@ -118,6 +178,12 @@ pub(crate) mod fake {
         pub uts: Option<(String, String)>,
         /// Whether the caller still waits.
         pub valid: bool,
+        /// The host directory that is the caller's root; `None`: ESRCH.
+        pub root: Option<PathBuf>,
+        /// The caller's working directory (host path); `None`: its root.
+        pub cwd: Option<PathBuf>,
+        /// The caller's fds.
+        pub fds: HashMap<i32, OwnedFd>,
     }
 
     impl Fake {
@@ -147,7 +213,22 @@ pub(crate) mod fake {
                 mem: RefCell::new(vec![0; mem]),
                 uts: None,
                 valid: true,
+                root: None,
+                cwd: None,
+                fds: HashMap::new(),
             }
+        }
+
+        /// An O_PATH fd on the host directory `dir`.
+        pub fn open_dir(dir: &std::path::Path) -> io::Result<OwnedFd> {
+            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
+            crate::sys::openat2(
+                crate::sys::cwd_fd(),
+                &c,
+                (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+                0,
+                0,
+            )
         }
 
         /// This caller with a copy of `other`'s memory.
@@ -169,6 +250,34 @@ pub(crate) mod fake {
                 return Err(io::Error::from_raw_os_error(libc::EFAULT));
             }
             Ok(start..end)
+        }
+    }
+
+    /// A directory of its own under the system's temporary directory,
+    /// removed with everything in it when dropped.
+    pub struct TempTree(pub PathBuf);
+
+    impl TempTree {
+        /// A new empty directory named after `name`.
+        pub fn new(name: &str) -> Self {
+            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("cordon-{name}-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            // The path as the kernel names it (readlink of an fd on it).
+            Self(std::fs::canonicalize(&dir).expect("temp dir"))
+        }
+
+        /// `rel` below the directory.
+        pub fn join(&self, rel: &str) -> PathBuf {
+            self.0.join(rel)
+        }
+    }
+
+    impl Drop for TempTree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
@@ -199,25 +308,46 @@ pub(crate) mod fake {
             let mem = self.mem.borrow();
             crate::sys::decode_cstring(&mem[r.start..], max).map_err(io::Error::from_raw_os_error)
         }
-        fn take_fd(&self, _: i32) -> io::Result<OwnedFd> {
-            Err(io::Error::from_raw_os_error(libc::EBADF))
+        fn take_fd(&self, fd: i32) -> io::Result<OwnedFd> {
+            match self.fds.get(&fd) {
+                Some(f) => f.try_clone(),
+                None => Err(io::Error::from_raw_os_error(libc::EBADF)),
+            }
+        }
+        fn root(&self) -> io::Result<Root> {
+            let dir = self
+                .root
+                .as_ref()
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+            Self::open_dir(dir).map(Root::new)
+        }
+        fn cwd(&self) -> io::Result<OwnedFd> {
+            match (&self.cwd, &self.root) {
+                (Some(d), _) | (None, Some(d)) => Self::open_dir(d),
+                (None, None) => Err(io::Error::from_raw_os_error(libc::ESRCH)),
+            }
+        }
+        fn exe(&self) -> io::Result<OwnedFd> {
+            Err(io::Error::from_raw_os_error(libc::ENOENT))
+        }
+        fn ns_ids(&self) -> Option<(String, String)> {
+            // Pid 1 of its own pid namespace, as a container's init.
+            Some(("1".into(), "1".into()))
         }
         fn still_valid(&self) -> bool {
             self.valid
         }
         fn creds(&self) -> io::Result<Creds> {
-            Ok(Creds {
-                uids: [0; 3],
-                gids: [0; 3],
-                fsuid: 0,
-                fsgid: 0,
-                groups: Vec::new(),
-                cap_eff: 0,
-                umask: 0o022,
-            })
+            // The test process's own: taking them on switches nothing,
+            // which needs no privilege.
+            let status = std::fs::read_to_string("/proc/thread-self/status")?;
+            Creds::parse(&status).ok_or_else(|| io::Error::from_raw_os_error(libc::EIO))
         }
         fn caller(&self) -> io::Result<Caller> {
-            Err(io::Error::from_raw_os_error(libc::ESRCH))
+            Ok(Caller {
+                creds: self.creds()?,
+                root: Arc::new(self.root()?),
+            })
         }
         fn uts_names(&self) -> Option<(String, String)> {
             self.uts.clone()

@@ -125,7 +125,6 @@ pub(super) fn object_raw(
     creds: &Creds,
     detail: &mut String,
 ) -> Result<OwnedFd, Denied> {
-    let pid = ctx.pid();
     if !ctx.still_valid() {
         return Err(Denied::Errno(libc::EINTR));
     }
@@ -133,11 +132,11 @@ pub(super) fn object_raw(
         if flags & libc::AT_EMPTY_PATH == 0 {
             return Err(Denied::Errno(libc::ENOENT));
         }
-        let fd = dir_copy(pid, dirfd)?;
-        let p = container_path(&root_of(pid)?, &fd)?;
+        let fd = dir_copy(ctx, dirfd)?;
+        let p = container_path(&root_of(ctx)?, &fd)?;
         (fd, p.to_string_lossy().into_owned())
     } else {
-        target(pid, dirfd, raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
+        target(ctx, dirfd, raw, flags & libc::AT_SYMLINK_NOFOLLOW == 0, creds)?
     };
     *detail = path.clone();
     check_read(ctx, &path)?;
@@ -162,7 +161,7 @@ pub(super) fn entry(
     if raw.is_empty() {
         return Err(Denied::Errno(libc::ENOENT));
     }
-    let p = parent_any(ctx.pid(), dirfd, &raw, creds)?;
+    let p = parent_any(ctx, dirfd, &raw, creds)?;
     *detail = p.path.clone();
     if p.last == Last::Norm {
         check_write(ctx, &p.path)?;
@@ -321,5 +320,94 @@ mod tests {
             .with_mem(&t);
             assert!(matches!(fs(&t, name).reply, Reply::Errno(libc::EINTR)), "{name}");
         }
+    }
+
+    /// A caller rooted in a temp tree with `/secret/key` (denied), `/etc`
+    /// (read-only), `/data` with symlinks into `/secret`, and `/work`.
+    fn rooted() -> (crate::supervisor::syscalls::task::fake::TempTree, Fake) {
+        let root = crate::supervisor::syscalls::task::fake::TempTree::new("fs");
+        for d in ["secret", "data", "etc", "work"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("secret/key"), "k").unwrap();
+        std::fs::write(root.join("data/ok.txt"), "fine").unwrap();
+        std::os::unix::fs::symlink("/secret/key", root.join("data/abs-link")).unwrap();
+        std::os::unix::fs::symlink("../../secret", root.join("data/dir-link")).unwrap();
+        let policy = "name = 't'\n\
+            [[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n\
+            [[path]]\npattern = \"/secret\"\naccess = \"deny\"\n\
+            [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n";
+        let mut t = Fake::new(policy, 4096);
+        t.root = Some(root.0.clone());
+        t.fds.insert(5, Fake::open_dir(&root.join("data")).unwrap());
+        (root, t)
+    }
+
+    /// `name` with `args`, the path `path` at [`Fake::BASE`] (the stat
+    /// buffer after it): the reply's value or errno, and the audit action.
+    fn call(t: &mut Fake, name: &str, path: &str, args: [u64; 6]) -> (Result<i64, i32>, &'static str) {
+        let mut mem = t.mem.borrow_mut();
+        mem[..path.len()].copy_from_slice(path.as_bytes());
+        mem[path.len()] = 0;
+        drop(mem);
+        t.args = args;
+        let out = fs(t, name);
+        let r = match out.reply {
+            Reply::Value(v) => Ok(v),
+            Reply::Errno(e) => Err(e),
+            _ => panic!("{name} {path}: another reply"),
+        };
+        (r, out.action)
+    }
+
+    #[test]
+    fn path_calls_deny_every_alias_of_a_denied_path() {
+        let (root, mut t) = rooted();
+        let (p, buf, at) = (Fake::BASE, Fake::BASE + 1024, libc::AT_FDCWD as u64);
+        let denied = (Err(libc::EACCES), "deny");
+        for path in [
+            "/secret/key",
+            "//secret//key",
+            "/etc/../../secret/key",
+            "/data/abs-link",
+            "/data/dir-link/key",
+            "/proc/self/root/secret/key",
+            "/dev/fd/5/abs-link",
+        ] {
+            assert_eq!(
+                call(&mut t, "newfstatat", path, [at, p, buf, 0, 0, 0]),
+                denied,
+                "stat {path}"
+            );
+        }
+        assert_eq!(call(&mut t, "newfstatat", "dir-link/key", [5, p, buf, 0, 0, 0]), denied);
+        // Not followed: the link itself is in /data.
+        let nofollow = libc::AT_SYMLINK_NOFOLLOW as u64;
+        assert_eq!(
+            call(&mut t, "newfstatat", "abs-link", [5, p, buf, nofollow, 0, 0]),
+            (Ok(0), "allow")
+        );
+        assert_eq!(
+            call(&mut t, "newfstatat", "/data/ok.txt", [at, p, buf, 0, 0, 0]),
+            (Ok(0), "allow")
+        );
+        // Changes: nothing made or removed in a denied or read-only tree.
+        assert_eq!(
+            call(&mut t, "mkdir", "/data/dir-link/new", [p, 0o755, 0, 0, 0, 0]),
+            denied
+        );
+        assert!(!root.join("secret/new").exists());
+        assert_eq!(call(&mut t, "mkdir", "/etc/new", [p, 0o755, 0, 0, 0, 0]), denied);
+        assert!(!root.join("etc/new").exists());
+        assert_eq!(
+            call(&mut t, "unlink", "/proc/self/root/secret/key", [p, 0, 0, 0, 0, 0]),
+            denied
+        );
+        assert!(root.join("secret/key").exists());
+        assert_eq!(
+            call(&mut t, "mkdir", "/work/new", [p, 0o755, 0, 0, 0, 0]),
+            (Ok(0), "allow")
+        );
+        assert!(root.join("work/new").is_dir());
     }
 }
