@@ -256,6 +256,29 @@ impl Env {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
+
+    /// Container `id`'s audit trail once a record `wanted` accepts is in
+    /// it: the supervisor writes a call's record right after it answers
+    /// the call, so the caller (and `cordon run`) may be done a moment
+    /// before the record is there. Panics naming `what` and the trail
+    /// after 30 s (a hang detector).
+    pub fn audit_with(
+        &self,
+        id: &str,
+        what: &str,
+        wanted: impl Fn(&serde_json::Value) -> bool,
+    ) -> Vec<serde_json::Value> {
+        let mut trail = Vec::new();
+        wait_until(what, std::time::Duration::from_secs(30), || {
+            trail = self.audit(id);
+            if trail.iter().any(&wanted) {
+                Ok(())
+            } else {
+                Err(format!("{trail:?}"))
+            }
+        });
+        trail
+    }
 }
 
 impl Drop for Env {
