@@ -7,13 +7,7 @@
 
 use std::io;
 
-fn cvt(r: libc::c_long) -> io::Result<libc::c_long> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
+use super::cvt;
 
 #[repr(C)]
 struct CapHeader {

@@ -7,13 +7,7 @@ use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
-fn cvt(r: libc::c_long) -> io::Result<libc::c_long> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
+use super::cvt;
 
 /// Sends `sig` to thread `tid` of thread group `tgid` (tgkill(2)).
 pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> io::Result<()> {
