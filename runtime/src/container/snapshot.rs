@@ -378,8 +378,10 @@ pub struct Entry {
     /// to value, the value in lowercase hex.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub xattrs: BTreeMap<String, String>,
-    /// Inode number in the upper layer (0: not recorded). With `nlink`,
-    /// what tells the names of one file (hard links) apart from copies.
+    /// Inode number in the upper layer (0: a directory, or not recorded).
+    /// With `nlink`, what tells the names of one file (hard links) apart
+    /// from copies; and what ties a first-pass copy to the file the walk
+    /// saw.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ino: u64,
     /// Number of names of the inode (st_nlink; 0: not recorded).
@@ -460,7 +462,7 @@ impl Entry {
             target: None,
             opaque: ft.is_dir() && get_xattr(path, OPAQUE_XATTR).as_deref() == Some(b"y"),
             xattrs: BTreeMap::new(),
-            ino: if ft.is_file() { m.ino() } else { 0 },
+            ino: if ft.is_dir() { 0 } else { m.ino() },
             nlink: if ft.is_file() { m.nlink() } else { 0 },
         };
         let same_stat = |p: &Entry| {
@@ -636,7 +638,7 @@ fn copy_entry(src: &Path, dst: &Path, e: &Entry, files: Files) -> Result<u64> {
             std::fs::hard_link(src, dst).map_err(io_at("link to", dst))?;
             return Ok(0);
         }
-        "file" => bytes = std::fs::copy(src, dst).map_err(io_at("copy to", dst))?,
+        "file" => bytes = copy_file(src, dst, e)?,
         "symlink" => {
             std::os::unix::fs::symlink(e.target.as_deref().unwrap_or(""), dst).map_err(io_at("create symlink", dst))?
         }
@@ -644,6 +646,33 @@ fn copy_entry(src: &Path, dst: &Path, e: &Entry, files: Files) -> Result<u64> {
     }
     set_attrs(dst, e)?;
     Ok(bytes)
+}
+
+/// Copies the regular file `src`, which must be the inode `e` names, to
+/// the new file `dst`. The first pass of a checkpoint reads the upper layer
+/// while the container runs: a directory on the way to `src` may have
+/// become a symlink (to a host directory) since the walk. The last
+/// component is not followed (O_NOFOLLOW) and the file opened must be the
+/// inode the walk saw; otherwise the copy fails (and the frozen pass,
+/// which nothing races, copies it). The content goes through
+/// copy_file_range(2) (`std::io::copy` of two files).
+fn copy_file(src: &Path, dst: &Path, e: &Entry) -> Result<u64> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut from = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(src)
+        .map_err(io_at("open", src))?;
+    let m = from.metadata().map_err(io_at("stat", src))?;
+    if e.ino != 0 && (m.ino() != e.ino || !m.is_file()) {
+        return Err(other(format!("{}: replaced while being read", src.display())));
+    }
+    let mut to = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dst)
+        .map_err(io_at("create", dst))?;
+    std::io::copy(&mut from, &mut to).map_err(io_at("copy to", dst))
 }
 
 fn mknod(dst: &Path, mode: u32, rdev: u64) -> Result<()> {
@@ -877,10 +906,14 @@ impl Layer {
     /// With `pre`, `layer` already holds the changes as a first pass saw
     /// them while the container ran (`pre` is the upper layer's manifest
     /// then): only what differs from it is copied again (an entry whose
-    /// stat, ctime included, and xattrs are the same holds the same
-    /// content: every write changes ctime, and since Linux 6.13 a ctime
-    /// that was read is followed by a fine-grained one), and what is no
-    /// longer a change is removed. That second pass is what runs frozen.
+    /// stat, inode and ctime included, and xattrs are the same holds the
+    /// same content: every write changes ctime, and since Linux 6.13 a
+    /// ctime that was read is followed by a fine-grained one), and what is
+    /// no longer a change is removed. That second pass is what runs frozen.
+    /// What the first pass read through a directory the container swapped
+    /// for a symlink meanwhile (a host file) never stands: its inode is not
+    /// the one the frozen walk finds, or its path is not there; and a file
+    /// is only copied from the inode the walk saw ([`copy_file`]).
     fn capture(&self, head: &Head, layer: &Path, pre: Option<&Manifest>) -> Result<(Manifest, u64, u64)> {
         let upper = self.upper();
         let now = scan_since(&upper, Some(pre.unwrap_or(&head.manifest)))?;
@@ -1661,6 +1694,28 @@ mod tests {
             m("link2").ino(),
             "the two names are one file in the layer"
         );
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn a_copy_reads_only_the_inode_the_walk_saw() {
+        let tmp = std::env::temp_dir().join(format!("cordon-swap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let (upper, host) = (tmp.join("upper"), tmp.join("host"));
+        std::fs::create_dir_all(upper.join("d")).unwrap();
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(upper.join("d/x"), "container").unwrap();
+        std::fs::write(host.join("x"), "host secret").unwrap();
+        let seen = scan(&upper).unwrap()["d/x"].clone();
+        // The container swaps the directory for a symlink to the host's.
+        std::fs::rename(upper.join("d"), upper.join("d2")).unwrap();
+        std::os::unix::fs::symlink(&host, upper.join("d")).unwrap();
+        let err = copy_file(&upper.join("d/x"), &tmp.join("copy"), &seen).unwrap_err();
+        assert!(err.to_string().contains("replaced while being read"), "{err}");
+        assert!(!tmp.join("copy").exists(), "nothing of the host file is copied");
+        // The file the walk saw copies.
+        copy_file(&upper.join("d2/x"), &tmp.join("copy"), &seen).unwrap();
+        assert_eq!(std::fs::read(tmp.join("copy")).unwrap(), b"container");
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 
