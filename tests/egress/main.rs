@@ -623,7 +623,7 @@ fn a_container_without_network_gets_servfail() {
     let text = ok(&out);
     assert!(text.starts_with("gaierror -3\n"), "{text}");
     assert!(
-        text.contains("\nnameserver 127.0.0.53\n") && text.contains("\noptions single-request\n"),
+        text.contains("\nnameserver 127.0.0.53\n") && !text.contains("single-request"),
         "the container's resolv.conf is cordon's: {text}"
     );
     let audit = env.audit(&id);

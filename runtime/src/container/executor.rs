@@ -50,8 +50,37 @@ pub struct CordonExecutor {
     pub landlock: Option<crate::policy::landlock::Landlock>,
 }
 
+/// Makes every stdio fd (0-2) that is `/dev/null` the container's
+/// `/dev/null` opened read-write, as runc's init does (`reOpenDevNull` in
+/// libcontainer/rootfs_linux.go opens it `O_RDWR`). libcontainer 0.7.0's
+/// `reopen_dev_null` opens it read-only, so a container started with
+/// `>/dev/null` got EBADF on every write to stdout. Runs in the init only
+/// (runc's `exec` passes the caller's fds through untouched); an fd that is
+/// not the null device is left as it is. Errors: opening or `fstat` of the
+/// container's `/dev/null`, `dup2(2)`.
+fn reopen_dev_null_rdwr() -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::fs::MetadataExt;
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    let null_meta = null.metadata()?;
+    if !null_meta.file_type().is_char_device() {
+        return Ok(());
+    }
+    for fd in 0..3 {
+        let Ok(st) = nix::sys::stat::fstat(fd) else { continue };
+        if st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == null_meta.rdev() {
+            nix::unistd::dup2(null.as_raw_fd(), fd).map_err(std::io::Error::from)?;
+        }
+    }
+    Ok(())
+}
+
 impl Executor for CordonExecutor {
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        if self.role == Role::Init {
+            reopen_dev_null_rdwr().map_err(|e| ExecutorError::Other(format!("cordon: reopen /dev/null: {e}")))?;
+        }
         // The payload starts with a clean signal state, as under runc: no
         // blocked signals, SIGPIPE at its default (the Rust runtime ignores it).
         let _ = nix::sys::signal::SigSet::empty().thread_set_mask();

@@ -208,10 +208,6 @@ pub fn prepare(dir: &Path, bundle: &Path, spec: &Spec) -> Result<(Plan, Mount)> 
     let mut text = format!(
         "# cordon: lookups go to the supervisor's resolver, which applies the policy's host rules\nnameserver {RESOLVER_V4}\n"
     );
-    // glibc sends the A and AAAA queries of one lookup with sendmmsg(2),
-    // which the default policy refuses (its addresses are not checked):
-    // single-request has it send them one after the other with send(2).
-    text.push_str("options single-request\n");
     for l in keep {
         text.push_str(&l);
         text.push('\n');

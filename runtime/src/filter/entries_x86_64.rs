@@ -7,7 +7,7 @@
 
 use super::table::Disposition::{Changes, Mount, Nosys, Policy, Reads, Unfiltered};
 use super::table::Entry;
-use super::table::Family::{Bind, Connect, Fs, Meta, Open, Sendmsg, Sendto, Sysinfo, Uname};
+use super::table::Family::{Bind, Connect, Fs, Meta, Open, Sendmmsg, Sendmsg, Sendto, Sysinfo, Uname};
 
 const fn sys(name: &'static str, note: &'static str) -> Entry {
     Entry::new(name, Policy, note)
@@ -341,7 +341,7 @@ pub const ENTRIES: &[Entry] = &[
     changes("open_by_handle_at", "file handles reach files outside the rootfs; refused by rules"),
     sys("clock_adjtime", "the clock is not namespaced; refused by rules"),
     sys("syncfs", "persists data already written"),
-    sys("sendmmsg", "sends several messages with addresses BPF cannot see; ENOSYS by rules"),
+    sys("sendmmsg", "sends several messages; emulated for the egress rules, each message decided as sendmsg's").by(Sendmmsg),
     sys("setns", "joins other namespaces; refused by rules (pins the root)"),
     sys("getcpu", "current CPU"),
     sys("process_vm_readv", "other processes' memory; refused by rules"),

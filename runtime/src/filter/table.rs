@@ -29,6 +29,8 @@ pub enum Family {
     Sendto,
     /// `sendmsg` with an address: the egress rules.
     Sendmsg,
+    /// `sendmmsg`: the egress rules, message by message.
+    Sendmmsg,
     /// Metadata reads and tree changes by path (`supervisor/syscalls/fs.rs`).
     Fs,
     /// Metadata changes by path and by fd, and the file-flag ioctls
@@ -37,6 +39,14 @@ pub enum Family {
 }
 
 impl Family {
+    /// Whether this family emulates a call for the path rules (opens,
+    /// metadata, tree changes, unix binds), which the kernel levels (the
+    /// mounts, Landlock) can enforce instead; the network and identity
+    /// families are the supervisor's whatever the level.
+    pub fn serves_path_rules(self) -> bool {
+        matches!(self, Family::Open | Family::Bind | Family::Fs | Family::Meta)
+    }
+
     /// The syscalls the supervisor makes itself, on the caller's behalf,
     /// when it emulates a call of this family: its own confinement
     /// (`supervisor/confine.rs`) allows them.
@@ -47,7 +57,7 @@ impl Family {
             Family::Uname => &["uname"],
             Family::Sysinfo => &["sysinfo"],
             Family::Open => &["openat2"],
-            Family::Connect | Family::Sendto | Family::Sendmsg => &["connect", "sendto", "sendmsg"],
+            Family::Connect | Family::Sendto | Family::Sendmsg | Family::Sendmmsg => &["connect", "sendto", "sendmsg"],
             // A unix bind runs on a thread with the caller's root, cwd and
             // umask (unshare(CLONE_FS) alone, allowed by its own rule).
             Family::Bind => &["bind", "fchdir", "chroot", "umask"],

@@ -493,8 +493,9 @@ impl Policy {
     /// tree and metadata changes, `bind`) becomes `allow`, since the path
     /// rules they served are enforced by the mounts ([`Policy::plan`] with
     /// `all_kernel`). `audit` rules stay: a policy that records every call
-    /// still sees them. The network and identity emulation (connect,
-    /// sendto, sendmsg, uname, sysinfo) stays.
+    /// still sees them. The network and identity emulation (the families
+    /// that do not serve the path rules, [`table::Family::serves_path_rules`])
+    /// stays.
     ///
     /// With `guard_renames` (the plan mounts over a path of the rootfs or a
     /// volume, [`Plan::guards_renames`]) the rename family stays with the
@@ -509,7 +510,10 @@ impl Policy {
     /// ([`LANDLOCK_UNCOVERED`]: metadata changes, readlink), which decides
     /// them with the same path rules as at level 3.
     pub fn kernel_enforced(&self, guard_renames: bool, landlock: bool) -> Policy {
-        let mut kept = vec!["connect", "sendto", "sendmsg", "uname", "sysinfo"];
+        let mut kept: Vec<&str> = table::entries()
+            .filter(|(_, e)| e.family.is_some_and(|f| !f.serves_path_rules()))
+            .map(|(_, e)| e.name)
+            .collect();
         if guard_renames {
             kept.extend(RENAMES);
         }
@@ -597,7 +601,7 @@ mod tests {
         // The user's /** shadows the default's kernel-file masks.
         assert!(
             w.iter()
-                .any(|l| l.contains("/proc/kcore deny never decides: path[3] /** read-only")),
+                .any(|l| l.contains("/proc/kcore deny never decides: path[4] /** read-only")),
             "{w:?}"
         );
         assert!(Policy::load("default").unwrap().shadowed_paths().is_empty());

@@ -230,6 +230,7 @@ impl Policy {
     /// Validates `file` and compiles it.
     pub fn compile(mut file: PolicyFile, origin: &str) -> Result<Self> {
         merge_base(&mut file, origin)?;
+        keep_dev_usable(&mut file.paths);
         let invalid = |rule: String, msg: String| invalid(origin, rule, msg);
         if file.default_action == Action::Emulate {
             return Err(invalid(
@@ -473,6 +474,43 @@ fn merge_base(file: &mut PolicyFile, origin: &str) -> Result<()> {
     Ok(())
 }
 
+/// The rule a catch-all keeps out of /dev ([`keep_dev_usable`]).
+pub const DEV_RULE: &str = "/dev/**";
+
+/// A catch-all path rule (`/**` with `deny` or `read-only`, the natural
+/// first line of an allow-list) would also cover `/dev`: `/dev/null`,
+/// `zero`, `full`, `random`, `urandom`, `tty`, `ptmx`, `pts/*` and
+/// `/dev/shm`, which shells, git and Python's multiprocessing open for
+/// writing. A read-only rootfs under runc (`docker --read-only`) keeps
+/// them usable: `/dev` is the container's own tmpfs, its devices are the
+/// ones the device cgroup allows. So an `allow` rule on `/dev/**` goes
+/// right before the first catch-all, after every rule of the user's before
+/// it (which still decide first: `/dev/shm/** deny` above the catch-all
+/// keeps /dev/shm denied). Nothing is added when a `/dev/**` rule is there
+/// already, so a policy printed by `policy show` reads back the same.
+fn keep_dev_usable(paths: &mut Vec<model::PathRule>) {
+    let Some(at) = paths
+        .iter()
+        .position(|r| r.pattern == "/**" && r.access != PathAccess::Allow)
+    else {
+        return;
+    };
+    if paths[..at].iter().any(|r| r.pattern == DEV_RULE) {
+        return;
+    }
+    paths.insert(
+        at,
+        model::PathRule {
+            pattern: DEV_RULE.into(),
+            access: PathAccess::Allow,
+            note: Some(
+                "added before the catch-all: the container's /dev (devices, /dev/shm, /dev/pts) stays usable, as on runc's read-only rootfs"
+                    .into(),
+            ),
+        },
+    );
+}
+
 /// Checks the argument conditions of syscall rule `at`.
 fn check_args(args: &[model::ArgMatch], at: &str, origin: &str) -> Result<()> {
     let invalid = |rule: String, msg: String| invalid(origin, rule, msg);
@@ -693,6 +731,7 @@ mod tests {
             (Family::Connect, "egress"),
             (Family::Sendto, "egress"),
             (Family::Sendmsg, "egress"),
+            (Family::Sendmmsg, "egress"),
             (Family::Bind, "unix socket paths"),
             (Family::Fs, "metadata reads and tree changes"),
             (Family::Meta, "metadata changes, by path and by fd"),
@@ -750,6 +789,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("extends") && e.contains("\"none\""), "{e}");
+    }
+
+    #[test]
+    fn a_catch_all_leaves_dev_usable_unless_an_earlier_rule_says_otherwise() {
+        let rule = |p: &str, a: &str| format!("[[path]]\npattern = \"{p}\"\naccess = \"{a}\"\n");
+        let text = format!(
+            "name = \"p\"\n{}{}",
+            rule("/work/**", "allow"),
+            rule("/**", "read-only")
+        );
+        let p = Policy::from_toml(&text, "p").unwrap();
+        for dev in [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/urandom",
+            "/dev/tty",
+            "/dev/ptmx",
+            "/dev/pts/0",
+            "/dev/shm/sem.x",
+        ] {
+            assert_eq!(p.paths.access(dev), PathAccess::Allow, "{dev}");
+        }
+        assert_eq!(p.paths.access("/etc/passwd"), PathAccess::ReadOnly);
+        assert_eq!(p.paths.access("/devices"), PathAccess::ReadOnly);
+        assert_eq!(p.source.paths[1].pattern, DEV_RULE, "right before the catch-all");
+        // What `policy show` prints reads back the same.
+        let again = Policy::compile(p.source.clone(), "again").unwrap();
+        assert_eq!(again.source.paths, p.source.paths);
+        // The user's own word on /dev, above the catch-all, still decides.
+        let text = format!(
+            "name = \"p\"\n{}{}",
+            rule("/dev/shm/**", "deny"),
+            rule("/** ", "deny").replace("/** ", "/**")
+        );
+        let p = Policy::from_toml(&text, "p").unwrap();
+        assert_eq!(p.paths.access("/dev/shm/x"), PathAccess::Deny);
+        assert_eq!(p.paths.access("/dev/null"), PathAccess::Allow);
+        assert_eq!(p.paths.access("/etc"), PathAccess::Deny);
+        // No catch-all, nothing added.
+        let p = Policy::from_toml(&format!("name = \"p\"\n{}", rule("/etc/**", "read-only")), "p").unwrap();
+        assert!(p.source.paths.iter().all(|r| r.pattern != DEV_RULE));
     }
 
     #[test]

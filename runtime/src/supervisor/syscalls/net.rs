@@ -1,4 +1,5 @@
-//! connect(2), sendto(2), sendmsg(2) under the network egress policy.
+//! connect(2), sendto(2), sendmsg(2), sendmmsg(2) under the network
+//! egress policy.
 //!
 //! The destination is copied out of the caller's memory once and decided
 //! on; an allowed call is then performed by the supervisor on a
@@ -680,9 +681,20 @@ pub fn sendmsg(ctx: &dyn Task) -> Outcome {
     }
 }
 
-fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
+/// A message of sendmsg(2) or sendmmsg(2) as copied from the caller once:
+/// its destination (`msg_name`), data and ancillary data.
+struct Copied {
+    addr: Option<Addr>,
+    data: Vec<u8>,
+    control: Vec<u8>,
+}
+
+/// Copies the `struct msghdr` at `at` and what it points at. Errors:
+/// `EFAULT` for memory that cannot be read whole, `EMSGSIZE` for too many
+/// iovecs, `EINVAL` for a bad address length (see [`gather`], [`Addr`]).
+fn copy_message(ctx: &dyn Task, at: u64) -> Result<Copied, i32> {
     let mut raw = [0u8; std::mem::size_of::<MsgHdr>()];
-    let n = ctx.read_mem(ctx.arg(1), &mut raw).map_err(|_| libc::EFAULT)?;
+    let n = ctx.read_mem(at, &mut raw).map_err(|_| libc::EFAULT)?;
     let hdr = MsgHdr::from_bytes(&raw[..n])?;
     let addr = if hdr.name != 0 && hdr.namelen > 0 {
         Some(Addr::read(ctx, hdr.name, u64::from(hdr.namelen))?)
@@ -700,32 +712,68 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     {
         return Err(libc::EFAULT);
     }
-    let (shown, verdict) = match &addr {
+    Ok(Copied { addr, data, control })
+}
+
+/// The verdict on a copied message: its audit detail (destination and
+/// size), the rule that allowed it, or `Err` with the rule that denied.
+fn decide_message(ctx: &dyn Task, msg: &Copied) -> (String, Result<Option<String>, (i32, String)>) {
+    let (shown, verdict) = match &msg.addr {
         Some(a) => check(ctx, a, true),
         None => ("connected".into(), Ok(None)),
     };
-    let by = verdict.clone().ok().flatten();
-    let detail = format!("{shown} {} bytes", data.len());
-    if !ctx.still_valid() {
-        return Ok(Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail));
+    (format!("{shown} {} bytes", msg.data.len()), verdict)
+}
+
+/// A decided message in the supervisor's terms, ready to send on our copy
+/// of the caller's socket.
+struct Ready {
+    data: Vec<u8>,
+    control: Vec<u8>,
+    addr: Option<Vec<u8>>,
+    /// Our copies of the SCM_RIGHTS fds and the socket file a rewritten
+    /// unix path names: open until the message is sent (dropped with it).
+    _held: Vec<OwnedFd>,
+}
+
+impl Ready {
+    /// Sends it with `flags` (plus MSG_NOSIGNAL: the caller gets EPIPE
+    /// from us, never our SIGPIPE) as the caller's identity.
+    fn send(&self, sock: &OwnedFd, creds: &Creds, flags: i32) -> Reply {
+        as_caller_identity(creds, || {
+            let f = flags | libc::MSG_NOSIGNAL;
+            sent(sys::net::sendmsg(
+                sock.as_fd(),
+                &self.data,
+                self.addr.as_deref(),
+                &self.control,
+                f,
+            ))
+        })
     }
-    if let Err((e, rule)) = verdict {
-        return Ok(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
+}
+
+/// Puts an allowed message in the supervisor's terms: the NETLINK_AUDIT
+/// check, SCM_RIGHTS numbers translated to our copies of the caller's fds,
+/// SCM_CREDENTIALS checked as the kernel checks the caller's, a unix path
+/// resolved in the caller's root. `Err` is the answer for this message.
+fn make_ready(ctx: &dyn Task, msg: Copied, sock: &OwnedFd, creds: &Creds, detail: &str) -> Result<Ready, Outcome> {
+    let errno = |e| Outcome::new(Reply::Errno(e), "emulate", detail.to_string());
+    let Copied {
+        addr,
+        data,
+        mut control,
+    } = msg;
+    if let Err(e) = audit_netlink_allowed(ctx, sock, &data) {
+        return Err(Outcome::new(Reply::Errno(e), "deny", detail.to_string()));
     }
-    let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
-    let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
-    if let Err(e) = audit_netlink_allowed(ctx, &sock, &data) {
-        return Ok(Outcome::new(Reply::Errno(e), "deny", detail));
-    }
-    // Translate SCM_RIGHTS (the numbers are the caller's fds) and check
-    // SCM_CREDENTIALS (the kernel would check them against us).
     let mut held: Vec<OwnedFd> = Vec::new();
     let msgs: Vec<Result<Cmsg, i32>> = cmsgs(&control).collect();
     for c in msgs {
-        let c = c?;
+        let c = c.map_err(errno)?;
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_CREDENTIALS {
-            if let Err(e) = own_credentials(ctx, &creds, &mut control[c.data.clone()]) {
-                return Ok(Outcome::new(
+            if let Err(e) = own_credentials(ctx, creds, &mut control[c.data.clone()]) {
+                return Err(Outcome::new(
                     Reply::Errno(e),
                     "deny",
                     format!("{detail} SCM_CREDENTIALS not the caller's"),
@@ -734,31 +782,50 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
         }
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_RIGHTS {
             for at in c.int_offsets() {
-                let n = i32::from_ne_bytes(control[at..at + 4].try_into().map_err(|_| libc::EINVAL)?);
-                let copy = socket_copy(ctx, n)?;
+                let n = i32::from_ne_bytes(control[at..at + 4].try_into().map_err(|_| errno(libc::EINVAL))?);
+                let copy = socket_copy(ctx, n).map_err(errno)?;
                 control[at..at + 4].copy_from_slice(&copy.as_raw_fd().to_ne_bytes());
                 held.push(copy);
             }
         }
     }
-    let (abytes, dir) = match addr.as_ref().map(|a| unix_in_root(ctx, a, &creds)).transpose() {
-        Ok(Some(Some((b, d)))) => (Some(b), Some(d)),
-        Ok(Some(None)) => (addr.as_ref().map(|a| a.bytes.clone()), None),
-        Ok(None) => (None, None),
-        Err(Denied::Policy(p)) => return Ok(Outcome::path_denied(ctx, p)),
-        Err(Denied::Errno(e)) => return Err(e),
+    let addr = match addr.as_ref().map(|a| unix_in_root(ctx, a, creds)).transpose() {
+        Ok(Some(Some((b, d)))) => {
+            held.push(d);
+            Some(b)
+        }
+        Ok(Some(None)) => addr.map(|a| a.bytes),
+        Ok(None) => None,
+        Err(Denied::Policy(p)) => return Err(Outcome::path_denied(ctx, p)),
+        Err(Denied::Errno(e)) => return Err(errno(e)),
+    };
+    Ok(Ready {
+        data,
+        control,
+        addr,
+        _held: held,
+    })
+}
+
+fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
+    let msg = copy_message(ctx, ctx.arg(1))?;
+    let (detail, verdict) = decide_message(ctx, &msg);
+    let by = verdict.clone().ok().flatten();
+    if !ctx.still_valid() {
+        return Ok(Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail));
+    }
+    if let Err((e, rule)) = verdict {
+        return Ok(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
+    }
+    let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
+    let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
+    let ready = match make_ready(ctx, msg, &sock, &creds, &detail) {
+        Ok(r) => r,
+        Err(out) => return Ok(out),
     };
     let flags = ctx.arg(2) as i32;
     let blocking = flags & libc::MSG_DONTWAIT == 0 && is_blocking(&sock);
-    let run = move || {
-        let r = as_caller_identity(&creds, || {
-            let f = flags | libc::MSG_NOSIGNAL;
-            sent(sys::net::sendmsg(sock.as_fd(), &data, abytes.as_deref(), &control, f))
-        });
-        drop(held);
-        drop(dir);
-        r
-    };
+    let run = move || ready.send(&sock, &creds, flags);
     if blocking {
         let (d2, by2) = (detail.clone(), by.clone());
         return Ok(Outcome::new(
@@ -769,6 +836,121 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
         .by(by));
     }
     Ok(Outcome::new(run(), "allow", detail).by(by))
+}
+
+/// Most messages one sendmmsg(2) sends (UIO_MAXIOV): a larger `vlen` is
+/// cut to it, as the kernel does.
+const MAX_MMSG: u64 = 1024;
+
+/// Size of `struct mmsghdr` (x86-64): a `struct msghdr` and the `msg_len`
+/// the kernel writes back (an unsigned int, padded to 64 bytes).
+const MMSGHDR: u64 = 64;
+
+/// sendmmsg(fd, msgvec, vlen, flags): each message is copied and decided
+/// as sendmsg(2) decides one, in order; the messages before the first one
+/// that is refused or cannot be copied are sent, each with sendmsg(2) on
+/// our copy of the socket, and each sent one's `msg_len` is written back.
+/// The result is what the kernel returns (net/socket.c,
+/// `__sys_sendmmsg`): the number of messages sent when it is not zero,
+/// else the first message's error (EPERM naming the rule for a denied
+/// destination). glibc's resolver sends a lookup's A and AAAA queries
+/// with it (Debian 12's has no fall-back when it fails).
+pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
+    let vlen = u64::from(ctx.arg(2) as u32).min(MAX_MMSG);
+    let base = ctx.arg(1);
+    let mut batch: Vec<(Ready, u64)> = Vec::new();
+    let mut details: Vec<String> = Vec::new();
+    let mut by = None;
+    // Why the batch stops where it does: the answer when nothing is sent.
+    let mut stop: Option<Outcome> = None;
+    let setup = (|| -> Result<(Creds, OwnedFd), i32> {
+        let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
+        let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
+        Ok((creds, sock))
+    })();
+    let (creds, sock) = match setup {
+        Ok(s) => s,
+        Err(e) => return Outcome::new(Reply::Errno(e), "allow", "sendmmsg".into()),
+    };
+    for i in 0..vlen {
+        let at = base.wrapping_add(i * MMSGHDR);
+        let msg = match copy_message(ctx, at) {
+            Ok(m) => m,
+            Err(e) => {
+                stop = Some(Outcome::new(
+                    Reply::Errno(e),
+                    "emulate",
+                    format!("message {i}: bad arguments"),
+                ));
+                break;
+            }
+        };
+        let (detail, verdict) = decide_message(ctx, &msg);
+        match verdict {
+            Err((e, rule)) => {
+                stop = Some(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
+                break;
+            }
+            Ok(rule) => by = by.or(rule),
+        }
+        match make_ready(ctx, msg, &sock, &creds, &detail) {
+            Ok(r) => batch.push((r, at)),
+            Err(out) => {
+                stop = Some(out);
+                break;
+            }
+        }
+        details.push(detail);
+    }
+    if !ctx.still_valid() {
+        return Outcome::new(Reply::Errno(libc::EINTR), "emulate", details.join(", "));
+    }
+    let mut detail = format!("{} of {vlen} messages: {}", batch.len(), details.join(", "));
+    let (action, rule) = match &stop {
+        Some(o) => {
+            detail = format!("{detail}; stopped at {}", o.detail);
+            (o.action, o.rule.clone())
+        }
+        None => ("allow", by),
+    };
+    if batch.is_empty() {
+        let reply = stop.map(|o| o.reply).unwrap_or(Reply::Value(0));
+        return Outcome::new(reply, action, detail).by(rule);
+    }
+    let flags = ctx.arg(3) as i32;
+    let blocking = flags & libc::MSG_DONTWAIT == 0 && is_blocking(&sock);
+    let run = move |t: &dyn Task| {
+        let mut sent = 0i64;
+        let mut first_err = None;
+        for (msg, at) in &batch {
+            match msg.send(&sock, &creds, flags) {
+                Reply::Value(n) => {
+                    // msg_len: what the kernel writes back for each sent one.
+                    let _ = t.write_mem(at + std::mem::size_of::<MsgHdr>() as u64, &(n as u32).to_ne_bytes());
+                    sent += 1;
+                }
+                Reply::Errno(e) => {
+                    first_err = Some(e);
+                    break;
+                }
+                _ => break,
+            }
+        }
+        match first_err {
+            Some(e) if sent == 0 => Reply::Errno(e),
+            _ => Reply::Value(sent),
+        }
+    };
+    if blocking {
+        let (d2, rule2) = (detail.clone(), rule.clone());
+        return Outcome::new(
+            Reply::Blocking(Box::new(move |c: &Ctx<'_>| Outcome::new(run(c), action, d2).by(rule2))),
+            action,
+            detail,
+        )
+        .by(rule);
+    }
+    Outcome::new(run(ctx), action, detail).by(rule)
 }
 
 /// Checks the `struct ucred` (pid, uid, gid: 12 bytes) of an
