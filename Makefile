@@ -41,7 +41,7 @@ test-integration: bundles image-layouts
 
 # The policy matrix again, every container on the ptrace platform.
 test-ptrace: bundles
-	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle --test deputy --test views --test landlock --test egress --test faults --test snapshots -- --test-threads=2
+	CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test lifecycle --test deputy --test views --test landlock --test egress --test faults --test snapshots --test workloads -- --test-threads=2
 
 # The path-rule suites again with every path rule in the supervisor
 # (org.cordon.enforcement = "supervisor"), on both platforms.
