@@ -26,8 +26,11 @@ use std::time::Duration;
 
 use cordon_tests::*;
 
+/// A name's A and AAAA records.
+type Records = (Vec<[u8; 4]>, Vec<[u8; 16]>);
+
 /// The DNS zone: the addresses of each name, by type.
-fn zone(name: &str) -> Option<(Vec<[u8; 4]>, Vec<[u8; 16]>)> {
+fn zone(name: &str) -> Option<Records> {
     let v6 = |last: u8| {
         let mut a = [0u8; 16];
         a[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
