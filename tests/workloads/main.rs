@@ -392,7 +392,22 @@ impl<'a> Workload<'a> {
 
     /// Under runc.
     fn runc(&self, net: &Net, how: Stdio3, input: &str) -> Result3 {
-        let env = self.env(net);
+        self.runc_edited(net, how, input, &|_| {})
+    }
+
+    /// Under runc, with `edit` applied to the config.
+    fn runc_with(&self, net: &Net, edit: &dyn Fn(&mut serde_json::Value)) -> Result3 {
+        self.runc_edited(net, Stdio3::Files, "", edit)
+    }
+
+    /// Under cordon with `policy`, with `edit` applied to the config.
+    fn cordon_with(&self, net: &Net, policy: &str, edit: &dyn Fn(&mut serde_json::Value)) -> Result3 {
+        self.cordon_edited(net, policy, Stdio3::Files, "", edit)
+    }
+
+    fn runc_edited(&self, net: &Net, how: Stdio3, input: &str, edit: &dyn Fn(&mut serde_json::Value)) -> Result3 {
+        let mut env = self.env(net);
+        edit(&mut env.config);
         env.write();
         let root = TempDir::new("wl-runc");
         let id = unique("wl-runc");
@@ -413,7 +428,19 @@ impl<'a> Workload<'a> {
 
     /// Under cordon with `policy` (see [`POLICIES`]).
     fn cordon(&self, net: &Net, policy: &str, how: Stdio3, input: &str) -> Result3 {
-        let env = self.env(net);
+        self.cordon_edited(net, policy, how, input, &|_| {})
+    }
+
+    fn cordon_edited(
+        &self,
+        net: &Net,
+        policy: &str,
+        how: Stdio3,
+        input: &str,
+        edit: &dyn Fn(&mut serde_json::Value),
+    ) -> Result3 {
+        let mut env = self.env(net);
+        edit(&mut env.config);
         env.write();
         let policy: PathBuf = if policy.ends_with(".toml") {
             net.dir.path().join(policy)
@@ -628,6 +655,64 @@ fn exec_stdio_as_under_runc() {
     assert_eq!(piped.code, Some(0), "{piped:?}");
     assert!(piped.stdout.starts_with(&"x".repeat(65536)), "{piped:?}");
     let _ = env.cordon(&["delete", "--force", &id]);
+}
+
+/// Docker's default capabilities (moby's `oci/caps/defaults.go`).
+const DOCKER_CAPS: [&str; 14] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FSETID",
+    "CAP_FOWNER",
+    "CAP_MKNOD",
+    "CAP_NET_RAW",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT",
+    "CAP_KILL",
+    "CAP_AUDIT_WRITE",
+];
+
+/// A setuid-root program run by an unprivileged user, with the config's
+/// `noNewPrivileges` false (Docker's and podman's default: `sudo`, `su`,
+/// `ping` need it) and true: the effective uid and the no_new_privs bit
+/// as under runc.
+#[test]
+fn setuid_programs_follow_no_new_privileges_as_under_runc() {
+    let net = Net::new();
+    let script = "cp /usr/bin/id /work/suid/id && chmod 4755 /work/suid/id && \
+        setpriv --reuid 65534 --regid 65534 --clear-groups /work/suid/id -u && \
+        grep NoNewPrivs /proc/self/status";
+    let mut diffs = Vec::new();
+    for nnp in [false, true] {
+        let w = Workload::sh("setuid", script);
+        let edit = move |c: &mut serde_json::Value| {
+            c["process"]["noNewPrivileges"] = nnp.into();
+            for set in ["bounding", "effective", "permitted"] {
+                c["process"]["capabilities"][set] = DOCKER_CAPS.to_vec().into();
+            }
+            c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+                "destination": "/work/suid", "type": "tmpfs", "source": "tmpfs", "options": ["nodev", "size=16m"]}));
+        };
+        let want = w.runc_with(&net, &edit);
+        let expect = if nnp {
+            "65534\nNoNewPrivs:\t1\n"
+        } else {
+            "0\nNoNewPrivs:\t0\n"
+        };
+        assert_eq!(want.stdout, expect, "runc, noNewPrivileges {nnp}: {want:?}");
+        for p in POLICIES {
+            let got = w.cordon_with(&net, p, &edit);
+            if got != want {
+                diffs.push(format!(
+                    "noNewPrivileges {nnp} under {p}:\n  runc:   {want:?}\n  cordon: {got:?}"
+                ));
+            }
+        }
+    }
+    assert_same(diffs);
 }
 
 /// The zone answers as a nameserver would (the differential tests rely on

@@ -73,7 +73,7 @@ const HELP: &[(&str, &str, &str)] = &[
     (
         "exec",
         "no_new_privs",
-        "Prevent the process from gaining privileges (cordon always sets no_new_privs)",
+        "Prevent the process from gaining privileges (no_new_privs; else the process file's or the container's noNewPrivileges)",
     ),
     (
         "exec",

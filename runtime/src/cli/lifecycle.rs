@@ -124,6 +124,7 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
             preserve_fds: a.preserve_fds,
             caps: a.cap,
             stdio: None,
+            no_new_privs: a.no_new_privs,
         })
         .map_err(|e| name_missing_caps(e.into(), &asked))?;
     if detach {
@@ -205,8 +206,7 @@ fn missing_caps(caps: &[String]) -> Vec<String> {
 }
 
 /// runc's exec flags cordon cannot honour: refused in one line rather than
-/// ignored. (`--no-new-privs` is accepted: cordon always sets
-/// no_new_privs.)
+/// ignored.
 fn refuse_unsupported_exec_flags(a: &liboci_cli::Exec) -> anyhow::Result<()> {
     if let Some(p) = &a.apparmor {
         bail!("exec --apparmor {p:?}: AppArmor profiles are not supported by cordon");

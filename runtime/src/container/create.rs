@@ -97,6 +97,9 @@ pub struct ExecOptions {
     pub caps: Vec<String>,
     /// Standard streams of the process (default: the caller's).
     pub stdio: Option<StdioFds>,
+    /// `--no-new-privs`: set no_new_privs whatever the container's config
+    /// or the process file says.
+    pub no_new_privs: bool,
 }
 
 impl Runtime {
@@ -313,10 +316,14 @@ impl Runtime {
         } else {
             None
         };
+        // Without no_new_privs a process may install a seccomp filter only
+        // with CAP_SYS_ADMIN (seccomp(2)): lent to the set-up for that.
+        let (build_spec, lent_sys_admin) = super::executor::lend_sys_admin(spec.clone());
+        let no_new_privs = super::executor::asks_no_new_privs(&spec);
         let build_bundle = self.shadow_bundle(
             &opts.id,
             bundle,
-            spec.clone(),
+            build_spec,
             resolver.as_ref().map(|(_, m)| m.clone()),
             layer.map(|(l, _)| l.merged()),
         )?;
@@ -333,6 +340,8 @@ impl Runtime {
             trace: self.config.trace,
             layer: layer.map(|(l, _)| l.base.clone()),
             lower: layer.map(|(_, lower)| lower.clone()),
+            no_new_privs,
+            lent_sys_admin,
         };
         // The view files exist before the supervisor starts: it marks the
         // dynamic ones as it starts up.
@@ -354,6 +363,8 @@ impl Runtime {
             platform,
             bundle_filter,
             landlock: plan.landlock.clone(),
+            no_new_privs,
+            lent_sys_admin,
         };
         let container = self.build(opts, executor, &build_bundle)?;
         if let Some((sock, starting)) = sock {
@@ -489,7 +500,8 @@ impl Runtime {
         let no_cgroups_path = linux.cgroups_path().is_none();
         let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
-        if !no_cgroups_path && !has_seccomp && !sourceless && extra.is_none() && rootfs.is_none() {
+        let lends = !super::executor::asks_no_new_privs(&spec);
+        if !no_cgroups_path && !has_seccomp && !sourceless && !lends && extra.is_none() && rootfs.is_none() {
             return Ok(bundle.to_path_buf());
         }
         let mut linux = linux.clone();
@@ -575,6 +587,13 @@ impl Runtime {
             policy
         };
         let policy = if meta.trace { policy.traced() } else { policy };
+        // As runc's exec: the process file's noNewPrivileges, else the
+        // container's.
+        let exec_no_new_privs = opts.no_new_privs
+            || match opts.process.as_deref() {
+                Some(file) => super::executor::process_file_no_new_privs(file).unwrap_or(meta.no_new_privs),
+                None => meta.no_new_privs,
+            };
         super::resolver::check_exec(&policy, &opts.caps, opts.process.as_deref())?;
         let platform = crate::config::Platform::parse(&meta.platform, "meta.json platform")
             .unwrap_or(crate::config::Platform::SeccompNotify);
@@ -594,6 +613,8 @@ impl Runtime {
             platform,
             landlock: meta.landlock.clone(),
             bundle_filter: self.bundle_filter_of(&opts.id)?,
+            no_new_privs: exec_no_new_privs,
+            lent_sys_admin: meta.lent_sys_admin,
         };
         let env = opts.env.iter().cloned().collect();
         // libcontainer builds a tenant's process from arguments without a
@@ -621,7 +642,7 @@ impl Runtime {
             .with_cwd(opts.cwd.as_ref())
             .with_env(env)
             .with_process(process.as_ref())
-            .with_no_new_privs(true)
+            .with_no_new_privs(exec_no_new_privs)
             .with_container_args(opts.args.clone())
             .with_additional_gids(opts.additional_gids.clone())
             .with_user(opts.user.map(|(u, _)| u))

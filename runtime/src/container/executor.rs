@@ -17,9 +17,17 @@
 //! `no_new_privs` and before the handshake: cordon's filter refuses the
 //! landlock syscalls once installed.
 //!
-//! `no_new_privs` is always set before the filter is installed (an
-//! unprivileged process may only install filters with it): setuid binaries
-//! in a cordon container do not gain privileges.
+//! `no_new_privs` is set as the config asks (`process.noNewPrivileges`,
+//! OCI runtime spec, config.md): runc's default config and `docker
+//! --security-opt no-new-privileges` ask for it, Docker's and podman's
+//! defaults do not, and setuid programs (`sudo`, `su`, `ping`) need it
+//! off. Without it, seccomp(2) and landlock_restrict_self(2) need
+//! CAP_SYS_ADMIN: runc installs its filter before it drops capabilities;
+//! libcontainer drops them before the executor runs, so cordon lends
+//! CAP_SYS_ADMIN to the set-up instead ([`lend_sys_admin`]: effective and
+//! permitted only, never the bounding set, so nothing exec'd before it is
+//! dropped can gain it) and drops it right after the filters are in,
+//! before execve.
 
 use std::mem::ManuallyDrop;
 use std::os::fd::RawFd;
@@ -48,6 +56,60 @@ pub struct CordonExecutor {
     /// The container's Landlock ruleset (level 2), applied before cordon's
     /// filter ([`super::landlock`]).
     pub landlock: Option<crate::policy::landlock::Landlock>,
+    /// Set no_new_privs (the config's `process.noNewPrivileges`).
+    pub no_new_privs: bool,
+    /// CAP_SYS_ADMIN was lent for installing the filters
+    /// ([`lend_sys_admin`]): dropped once they are in.
+    pub lent_sys_admin: bool,
+}
+
+/// Whether `spec` asks for no_new_privs (`process.noNewPrivileges`; absent
+/// is false, OCI runtime spec config.md).
+pub fn asks_no_new_privs(spec: &Spec) -> bool {
+    spec.process().as_ref().and_then(|p| p.no_new_privileges()) == Some(true)
+}
+
+/// `noNewPrivileges` of the process.json at `file` (`exec --process`);
+/// `None` when it cannot be read or does not say.
+pub fn process_file_no_new_privs(file: &std::path::Path) -> Option<bool> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("noNewPrivileges").and_then(|b| b.as_bool()).or(Some(false))
+}
+
+/// The spec libcontainer builds from: without no_new_privs, CAP_SYS_ADMIN
+/// is added to the process's effective and permitted sets when they lack
+/// it, so the executor can install the filters (seccomp(2): "the caller
+/// must have the CAP_SYS_ADMIN capability in its user namespace, or the
+/// thread must already have the no_new_privs bit set"). Never to the
+/// bounding set: a program exec'd before the executor drops it again (a
+/// startContainer hook) gets its permitted set from the bounding set, not
+/// from this. Returns the spec and whether it was lent.
+pub fn lend_sys_admin(mut spec: Spec) -> (Spec, bool) {
+    use oci_spec::runtime::Capability;
+    if asks_no_new_privs(&spec) {
+        return (spec, false);
+    }
+    let Some(mut process) = spec.process().clone() else {
+        return (spec, false);
+    };
+    let mut caps = process.capabilities().clone().unwrap_or_default();
+    let has =
+        |set: &Option<oci_spec::runtime::Capabilities>| set.as_ref().is_some_and(|s| s.contains(&Capability::SysAdmin));
+    if has(caps.effective()) && has(caps.permitted()) {
+        return (spec, false);
+    }
+    let with = |set: &Option<oci_spec::runtime::Capabilities>| {
+        let mut s = set.clone().unwrap_or_default();
+        s.insert(Capability::SysAdmin);
+        Some(s)
+    };
+    let (effective, permitted) = (with(caps.effective()), with(caps.permitted()));
+    caps.set_effective(effective);
+    caps.set_permitted(permitted);
+    process.set_capabilities(Some(caps));
+    spec.set_process(Some(process));
+    (spec, true)
 }
 
 /// Makes every stdio fd (0-2) that is `/dev/null` the container's
@@ -85,7 +147,10 @@ impl Executor for CordonExecutor {
         // blocked signals, SIGPIPE at its default (the Rust runtime ignores it).
         let _ = nix::sys::signal::SigSet::empty().thread_set_mask();
         let _ = crate::sys::process::default_disposition(nix::sys::signal::Signal::SIGPIPE);
-        crate::sys::set_no_new_privs().map_err(|e| ExecutorError::Other(format!("cordon: set no_new_privs: {e}")))?;
+        if self.no_new_privs {
+            crate::sys::set_no_new_privs()
+                .map_err(|e| ExecutorError::Other(format!("cordon: set no_new_privs: {e}")))?;
+        }
         if let Some(l) = &self.landlock {
             // Fail closed: a process that cannot get its ruleset does not run.
             super::landlock::apply(l).map_err(|e| {
@@ -115,6 +180,13 @@ impl Executor for CordonExecutor {
         if let Some(f) = &self.bundle_filter {
             crate::sys::seccomp_set_filter(&f.prog, f.flags)
                 .map_err(|e| ExecutorError::Other(format!("cordon: install the bundle's seccomp profile: {e}")))?;
+        }
+        if self.lent_sys_admin {
+            // Fail closed: a process that keeps a lent capability does not run.
+            for set in [caps::CapSet::Effective, caps::CapSet::Permitted] {
+                caps::drop(None, set, caps::Capability::CAP_SYS_ADMIN)
+                    .map_err(|e| ExecutorError::Other(format!("cordon: drop the lent CAP_SYS_ADMIN: {e}")))?;
+            }
         }
         let r = DefaultExecutor {}.exec(spec);
         if let (Err(e), Some(prog)) = (&r, spec.process().as_ref().and_then(|p| p.args().as_ref()?.first())) {

@@ -1,6 +1,8 @@
 //! Applies a container's Landlock ruleset (level 2, [`crate::policy::landlock`])
 //! in the process about to execve its payload: the container's init and
-//! every `exec`. Runs after `no_new_privs` and before cordon's seccomp
+//! every `exec`. Runs after `no_new_privs` (or, when the config does not
+//! ask for it, with CAP_SYS_ADMIN lent: landlock_restrict_self(2) needs
+//! one of the two) and before cordon's seccomp
 //! filter (which refuses the landlock syscalls afterwards), with the
 //! container's mounts and root in place, so the paths are the container's.
 //!
@@ -95,7 +97,9 @@ pub fn apply(l: &Landlock) -> Result<(), String> {
     for (fd, rights) in dirs {
         created = created.add_rule(PathBeneath::new(fd, rights)).map_err(err)?;
     }
-    let status = created.restrict_self().map_err(err)?;
+    // no_new_privs is the config's choice, set (or not, with CAP_SYS_ADMIN
+    // lent) by the executor before this: the crate would set it itself.
+    let status = created.no_new_privs(false).restrict_self().map_err(err)?;
     if status.ruleset != RulesetStatus::FullyEnforced {
         return Err(format!("Landlock ABI {}: ruleset {:?}", l.abi, status.ruleset));
     }

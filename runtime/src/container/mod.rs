@@ -308,6 +308,20 @@ pub struct Meta {
     /// The overlay's lower layer (the bundle's rootfs, resolved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lower: Option<PathBuf>,
+    /// The config's `process.noNewPrivileges`: every process gets
+    /// no_new_privs (a container created before this was kept had it).
+    #[serde(default = "yes")]
+    pub no_new_privs: bool,
+    /// CAP_SYS_ADMIN was lent to the set-up of every process (effective
+    /// and permitted, never bounding), to install the filters without
+    /// no_new_privs, and is dropped before execve
+    /// ([`super::executor::lend_sys_admin`]).
+    #[serde(default)]
+    pub lent_sys_admin: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The OCI state of a container, as `runc state` prints it.
