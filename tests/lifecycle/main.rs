@@ -992,6 +992,20 @@ fn bind_mount_without_a_source_fails_naming_it() {
     assert_clean(&env, &id);
 }
 
+/// A mount whose destination crosses a file fails naming the mount and
+/// the errno, as runc's "not a directory", and leaves nothing behind.
+#[test]
+fn a_mount_across_a_file_names_enotdir() {
+    let mut env = Env::busybox(&["true"]);
+    add_mount(
+        &mut env,
+        json!({"destination": "/etc/passwd/sub", "type": "tmpfs", "source": "tmpfs"}),
+    );
+    let id = unique("acrossfile");
+    assert_fails(&env.run(&id), &["/etc/passwd/sub", "ENOTDIR (Not a directory)"]);
+    assert_clean(&env, &id);
+}
+
 #[test]
 fn bind_mount_shows_host_files_and_takes_writes() {
     let host = TempDir::new("bind");

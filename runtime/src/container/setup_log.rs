@@ -148,12 +148,19 @@ fn quoted_after(line: &str, prefix: &str) -> Option<String> {
 }
 
 /// An errno named in a logged error: `Nix(EINVAL)`, `Errno(EINVAL)`, a
-/// field `e=EINVAL` or `(os error 22)`.
+/// field `e=EINVAL`, `(os error 22)` or an `io::Error`'s debug form
+/// `Os { code: 20, ... }` (pathrs' errors, e.g. a mount destination that
+/// crosses a file).
 fn errno_in(line: &str) -> Option<nix::errno::Errno> {
     use nix::errno::Errno;
-    if let Some(i) = line.find("(os error ") {
-        let n: String = line[i + 10..].chars().take_while(char::is_ascii_digit).collect();
-        return n.parse().ok().map(Errno::from_raw);
+    for prefix in ["(os error ", "Os { code: "] {
+        if let Some(i) = line.find(prefix) {
+            let n: String = line[i + prefix.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            return n.parse().ok().map(Errno::from_raw);
+        }
     }
     for prefix in ["Nix(", "Errno(", "="] {
         let mut rest = line;
@@ -210,5 +217,18 @@ mod tests {
             "failed to open /x: No such file or directory (os error 2): ENOENT (No such file or directory)"
         );
         assert_eq!(describe(&[]), None);
+    }
+
+    #[test]
+    fn a_mount_across_a_file_names_enotdir() {
+        let lines = [
+            "failed to mount Mount { destination: \"/etc/passwd/sub\", typ: Some(\"tmpfs\"), source: Some(\"tmpfs\"), options: None, uid_mappings: None, gid_mappings: None }: openat2 subpath failed\t",
+            "failed to prepare rootfs\t err=Mount(Pathrs(Error(RawOsError { operation: \"openat2 subpath\", source: Openat2 { dirfd: FrozenFd(8, Some(\"/b/rootfs\")), path: \"/etc/passwd/sub\", how: OpenHow { flags: OpenFlags(O_PATH | O_CLOEXEC), mode: 0, resolve: 18 }, size: 24, source: Os { code: 20, kind: NotADirectory, message: \"Not a directory\" } } })))",
+        ]
+        .map(String::from);
+        assert_eq!(
+            describe(&lines).unwrap(),
+            "mount /etc/passwd/sub (tmpfs): ENOTDIR (Not a directory)"
+        );
     }
 }
