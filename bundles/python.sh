@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build an OCI bundle whose rootfs is a Debian bookworm "minbase" system with
 # python3 and procps (free, top, ps: the /proc views are tested with them)
-# installed.
+# installed, and what the workloads suite runs as agents do: python3-venv
+# (pip through ensurepip), git, curl, gcc, make.
 #
 # usage: bundles/python.sh OUTDIR CORDON_BIN
 #
@@ -37,8 +38,8 @@ CACHE_ID_FILE="$CACHE/.cordon-cache-id"
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 # What the cache must hold; a cache without one of these is rebuilt.
-PACKAGES=python3,procps
-CACHE_NEEDS=(usr/bin/python3 usr/bin/free usr/bin/top)
+PACKAGES=python3,procps,python3-venv,git,curl,ca-certificates,gcc,libc6-dev,make
+CACHE_NEEDS=(usr/bin/python3 usr/bin/free usr/bin/top usr/bin/git usr/bin/curl usr/bin/gcc usr/bin/make)
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap and ownership of the rootfs need it)"
 command -v jq >/dev/null || die "jq not found (apt-get install -y jq)"

@@ -120,8 +120,41 @@ struct Net {
     server_ns: String,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    /// The HTTPS server (tests/workloads/https.py): ends when its stdin
+    /// closes.
+    https: Option<std::process::Child>,
     dir: TempDir,
 }
+
+/// Makes, in `dir`: a CA (`ca/ca.pem`, what the containers trust), a
+/// certificate for the zone's names signed by it, and the HTTPS server's
+/// files under `www/`: a simple package index with one wheel
+/// (`hello-cordon`), a git repository served the "dumb" HTTP way, and
+/// `big`.
+const PREPARE: &str = r#"set -e
+mkdir -p ca www/simple/hello-cordon
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca/ca.pem -subj /CN=cordon-workloads-ca -days 2 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=files.test 2>/dev/null
+printf 'subjectAltName=DNS:files.test,DNS:v4only.test\n' > san.ext
+openssl x509 -req -in server.csr -CA ca/ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile san.ext 2>/dev/null
+python3 - <<'PY'
+import zipfile
+d = "www/simple/hello-cordon/"
+whl = "hello_cordon-1.0-py3-none-any.whl"
+with zipfile.ZipFile(d + whl, "w") as z:
+    z.writestr("hello_cordon/__init__.py", "VALUE = 'cordon'\n")
+    z.writestr("hello_cordon-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-cordon\nVersion: 1.0\n")
+    z.writestr("hello_cordon-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: cordon-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("hello_cordon-1.0.dist-info/RECORD", "hello_cordon/__init__.py,,\nhello_cordon-1.0.dist-info/METADATA,,\nhello_cordon-1.0.dist-info/WHEEL,,\nhello_cordon-1.0.dist-info/RECORD,,\n")
+open(d + "index.html", "w").write('<a href="%s">%s</a>\n' % (whl, whl))
+PY
+git -c init.defaultBranch=main init -q src
+printf 'hello from git\n' > src/README
+git -C src add README
+git -C src -c user.name=cordon -c user.email=cordon@example.com -c commit.gpgsign=false commit -q -m first
+git clone -q --bare src www/repo.git
+git -C www/repo.git update-server-info
+"#;
 
 impl Net {
     fn new() -> Self {
@@ -191,6 +224,34 @@ impl Net {
             }));
         }
         let dir = TempDir::new("workloads");
+        let prepared = Command::new("sh")
+            .args(["-c", PREPARE])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            prepared.status.success(),
+            "prepare the HTTPS files (tools/install-deps.sh installs openssl, git, python3): {}",
+            String::from_utf8_lossy(&prepared.stderr)
+        );
+        std::fs::write(dir.path().join("www/big"), &*body).unwrap();
+        let mut https = Command::new("ip")
+            .args(["netns", "exec", &server_ns, "python3"])
+            .arg(repo().join("tests/workloads/https.py"))
+            .arg(dir.path().join("www"))
+            .arg(dir.path().join("server.pem"))
+            .arg(dir.path().join("server.key"))
+            .args(["198.51.100.80:8443", "[2001:db8::80]:8443"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        let _ = std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(https.stdout.take().unwrap()),
+            &mut ready,
+        );
+        assert_eq!(ready, "ready\n", "the HTTPS server did not start");
         std::fs::write(
             dir.path().join("resolv-ns.conf"),
             "nameserver 198.51.100.53\noptions timeout:5 attempts:2\n",
@@ -221,6 +282,7 @@ impl Net {
             server_ns,
             stop,
             threads,
+            https: Some(https),
             dir,
         }
     }
@@ -242,7 +304,15 @@ impl Net {
             mounts.push(serde_json::json!({"destination": d, "type": "tmpfs", "source": "tmpfs",
                                            "options": ["nosuid", "nodev", "size=256m"]}));
         }
+        mounts.push(serde_json::json!({
+            "destination": "/ca", "type": "bind",
+            "source": self.dir.path().join("ca"), "options": ["rbind", "ro"]
+        }));
         config["process"]["cwd"] = "/work".into();
+        let env = config["process"]["env"].as_array_mut().unwrap();
+        for var in ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"] {
+            env.push(format!("{var}=/ca/ca.pem").into());
+        }
     }
 }
 
@@ -278,6 +348,10 @@ fn serve(mut c: std::net::TcpStream, body: &[u8]) {
 impl Drop for Net {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        if let Some(mut h) = self.https.take() {
+            drop(h.stdin.take());
+            let _ = h.wait();
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -655,6 +729,55 @@ fn exec_stdio_as_under_runc() {
     assert_eq!(piped.code, Some(0), "{piped:?}");
     assert!(piped.stdout.starts_with(&"x".repeat(65536)), "{piped:?}");
     let _ = env.cordon(&["delete", "--force", &id]);
+}
+
+/// `pip install` of a package from a local index over HTTPS into a venv,
+/// then an import of it.
+const PIP: &str = "python3 -m venv /work/v && \
+    /work/v/bin/pip install -q --disable-pip-version-check --no-cache-dir \
+        --index-url https://files.test:8443/simple hello-cordon && \
+    /work/v/bin/python -c 'import hello_cordon; print(hello_cordon.VALUE)'";
+
+#[test]
+fn pip_installs_from_an_https_index() {
+    let net = Net::new();
+    assert_same(Workload::sh("pip", PIP).compare(&net, Stdio3::Files, ""));
+}
+
+/// `git clone` over HTTPS (the dumb protocol: plain GETs), the commit id
+/// and the file checked; `curl` of 20 MiB over HTTPS and over HTTP, the
+/// sha256 checked.
+const GIT_CURL: &str = "git clone -q https://files.test:8443/repo.git /work/r && \
+    git -C /work/r rev-parse HEAD && cat /work/r/README && \
+    curl -sS https://files.test:8443/big | sha256sum && \
+    curl -sS http://files.test:8080/big | sha256sum";
+
+#[test]
+fn git_clone_and_curl_over_https() {
+    let net = Net::new();
+    assert_same(Workload::sh("git-curl", GIT_CURL).compare(&net, Stdio3::Files, ""));
+}
+
+/// A C project of 50 files built with `make -j2`, then run.
+const C_BUILD: &str = r#"set -e
+mkdir -p /work/c && cd /work/c
+python3 - <<'PY'
+for i in range(1, 50):
+    open("f%d.c" % i, "w").write("int f%d(void) { return %d; }\n" % (i, i))
+decls = "".join("int f%d(void);\n" % i for i in range(1, 50))
+calls = "".join("    s += f%d();\n" % i for i in range(1, 50))
+open("main.c", "w").write('#include <stdio.h>\n' + decls + 'int main(void) {\n    int s = 0;\n' + calls + '    printf("%d\\n", s);\n    return 0;\n}\n')
+open("Makefile", "w").write("OBJS := $(patsubst %.c,%.o,$(wildcard *.c))\nprog: $(OBJS)\n\tgcc -o $@ $^\n%.o: %.c\n\tgcc -O1 -c -o $@ $<\n")
+PY
+make -s -j2
+./prog
+ls *.o | wc -l
+"#;
+
+#[test]
+fn a_c_project_builds_with_make() {
+    let net = Net::new();
+    assert_same(Workload::sh("c-build", C_BUILD).compare(&net, Stdio3::Files, ""));
 }
 
 /// Docker's default capabilities (moby's `oci/caps/defaults.go`).
