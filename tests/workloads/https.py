@@ -14,6 +14,13 @@ import sys
 import threading
 
 
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
@@ -28,9 +35,7 @@ def main():
     root, cert, key, *addresses = sys.argv[1:]
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
-    handler.protocol_version = "HTTP/1.1"
-    handler.log_message = lambda *a: None
+    handler = functools.partial(Quiet, directory=root)
     for a in addresses:
         host, port = a.rsplit(":", 1)
         host = host.strip("[]")

@@ -247,10 +247,7 @@ impl Net {
             .spawn()
             .unwrap();
         let mut ready = String::new();
-        let _ = std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(https.stdout.take().unwrap()),
-            &mut ready,
-        );
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(https.stdout.take().unwrap()), &mut ready);
         assert_eq!(ready, "ready\n", "the HTTPS server did not start");
         std::fs::write(
             dir.path().join("resolv-ns.conf"),
@@ -310,7 +307,13 @@ impl Net {
         }));
         config["process"]["cwd"] = "/work".into();
         let env = config["process"]["env"].as_array_mut().unwrap();
-        for var in ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"] {
+        for var in [
+            "SSL_CERT_FILE",
+            "PIP_CERT",
+            "REQUESTS_CA_BUNDLE",
+            "GIT_SSL_CAINFO",
+            "CURL_CA_BUNDLE",
+        ] {
             env.push(format!("{var}=/ca/ca.pem").into());
         }
     }
