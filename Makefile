@@ -46,7 +46,7 @@ test-ptrace: bundles
 # The path-rule suites again with every path rule in the supervisor
 # (org.cordon.enforcement = "supervisor"), on both platforms.
 test-supervisor-level: bundles
-	CORDON_TEST_ENFORCEMENT=supervisor $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy --test views --test landlock -- --test-threads=2
+	CORDON_TEST_ENFORCEMENT=supervisor $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy --test views --test landlock --test workloads -- --test-threads=2
 	CORDON_TEST_ENFORCEMENT=supervisor CORDON_TEST_PLATFORM=ptrace $(CARGO) test -p cordon-tests --test supervisor --test security --test deputy --test views --test landlock --test egress -- --test-threads=2
 
 test: build lint test-unit test-integration test-ptrace test-supervisor-level

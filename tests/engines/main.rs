@@ -1072,6 +1072,35 @@ fn shim_ctr_run_streams_and_exit_codes() {
     c.assert_gone(&id);
 }
 
+/// `ctr run --null-io`: the shim gives the runtime /dev/null (opened
+/// read-only by go-runc's NullIO) as stdio; inside, fds 0-2 are the
+/// container's /dev/null opened read-write, as under runc, so a program
+/// writing to stdout exits 0 (it got EBADF when libcontainer reopened
+/// /dev/null read-only). Through the runc shim with cordon as its binary
+/// and through cordon's own shim.
+#[test]
+fn ctr_run_null_io_stdout_is_writable() {
+    let _g = serial();
+    let c = Containerd::start();
+    c.import_busybox();
+    let script = ["sh", "-c", "head -c 70000 /dev/zero && echo err >&2 && echo done"];
+    let id = unique("nullio");
+    let mut flags = c.runc_flags();
+    flags.push("--null-io".into());
+    let r = c.run_rm_with(flags, &id, &script);
+    assert_eq!(r.code(), Some(0), "runc shim, --null-io\n{r}\n{}", c.diagnostics());
+    c.assert_gone(&id);
+    require_shim(&c);
+    {
+        let id = unique("shim-nullio");
+        let mut flags = c.shim_flags();
+        flags.push("--null-io".into());
+        let r = c.run_rm_with(flags, &id, &script);
+        assert_eq!(r.code(), Some(0), "cordon's shim, --null-io\n{r}\n{}", c.diagnostics());
+        c.assert_gone(&id);
+    }
+}
+
 /// `ctr run -t` through cordon's shim: the container's stdio is a pty.
 #[test]
 fn shim_ctr_run_tty() {
