@@ -177,7 +177,16 @@ fn writable_only_beneath() {
         explained.contains("path[0] /data/rw/** allow: landlock (Landlock grants allow beneath /data/rw"),
         "{explained}"
     );
-    assert!(explained.contains("path[4] /** read-only: landlock ("), "{explained}");
+    // The default's protections (the floor) come before the catch-all,
+    // enforced by mounts.
+    assert!(
+        explained.lines().any(|l| l.contains(" /** read-only: landlock (")),
+        "{explained}"
+    );
+    assert!(
+        explained.contains(" /proc/kallsyms deny: mounts: mask ("),
+        "{explained}"
+    );
     let state = env.state(&id);
     let start = &env.audit(&id)[0];
     if kernel_level() {
@@ -262,4 +271,30 @@ fn readable_only_beneath() {
     assert!(text.trim_end().ends_with("done"), "{text}");
     assert!(!d.join("rw/copy").exists());
     assert!(stderr(&out).contains("Permission denied"), "{}", stderr(&out));
+}
+
+/// The default's protections are a floor: an allow-list whose catch-all
+/// comes first (`/** read-only`) still has the kernel's files masked
+/// (/proc/kallsyms and /sys/kernel/notes read nothing) and /proc/sys
+/// read-only; before, its catch-all left them to `read-only`, and the
+/// host's kernel symbols and release were readable.
+#[test]
+fn an_allow_list_keeps_the_defaults_protections() {
+    let data = data_dir();
+    let (env, _pol) = env(
+        &[
+            "sh",
+            "-c",
+            "echo kallsyms $(cat /proc/kallsyms 2>/dev/null | wc -c); \
+             echo notes $(cat /sys/kernel/notes 2>/dev/null | wc -c); \
+             (echo 1 > /proc/sys/vm/overcommit_memory) 2>/dev/null && echo WROTE; \
+             echo x > /dev/null && echo devnull ok",
+        ],
+        data.path(),
+        "name = \"floor\"\n\
+         [[path]]\npattern = \"/**\"\naccess = \"read-only\"\n",
+    );
+    let id = unique("ll-floor");
+    let out = ok(&env.run(&id));
+    assert_eq!(out, "kallsyms 0\nnotes 0\ndevnull ok\n", "{out}");
 }

@@ -572,19 +572,34 @@ fn policy_commands_and_annotation_errors() {
     .unwrap();
     let out = ok(&env.cordon(&["policy", "check", &good.to_string_lossy()]));
     assert!(out.contains("ok"), "{out}");
-    // A rule that shadows later ones (here the default's masks) is valid,
-    // and `policy check` says which rules it leaves without effect.
+    // A rule that shadows later ones is valid, and `policy check` says
+    // which rules it leaves without effect.
     let wide = dir.path().join("wide.toml");
     std::fs::write(
         &wide,
-        "name = \"w\"\n[[path]]\npattern = \"/**\"\naccess = \"read-only\"\n",
+        "name = \"w\"\n[[path]]\npattern = \"/data/**\"\naccess = \"read-only\"\n\
+         [[path]]\npattern = \"/data/secret/**\"\naccess = \"deny\"\n",
     )
     .unwrap();
     let out = env.cordon(&["policy", "check", &wide.to_string_lossy()]);
     assert!(ok(&out).contains("ok"));
     assert!(
         stderr(&out).contains("warning")
-            && stderr(&out).contains("/proc/kcore deny never decides: path[0] /** read-only"),
+            && stderr(&out).contains("path[1] /data/secret/** deny never decides: path[0] /data/** read-only"),
+        "{}",
+        stderr(&out)
+    );
+    // The default's protections cannot be loosened: refused, naming both.
+    let loose = dir.path().join("loose.toml");
+    std::fs::write(
+        &loose,
+        "name = \"l\"\n[[path]]\npattern = \"/proc/kallsyms\"\naccess = \"allow\"\n",
+    )
+    .unwrap();
+    let out = env.cordon(&["policy", "check", &loose.to_string_lossy()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("path[0].access") && stderr(&out).contains("/proc/kallsyms deny applies first"),
         "{}",
         stderr(&out)
     );

@@ -598,12 +598,9 @@ mod tests {
             !w.iter().any(|l| l.starts_with("path[2]")),
             "same access: redundant, not shadowed"
         );
-        // The user's /** shadows the default's kernel-file masks.
-        assert!(
-            w.iter()
-                .any(|l| l.contains("/proc/kcore deny never decides: path[4] /** read-only")),
-            "{w:?}"
-        );
+        // The default's kernel-file masks go before the user's /** (the
+        // floor): nothing of theirs is shadowed.
+        assert!(!w.iter().any(|l| l.contains("/proc/kcore")), "{w:?}");
         assert!(Policy::load("default").unwrap().shadowed_paths().is_empty());
     }
 
@@ -694,8 +691,14 @@ mod tests {
         assert!(glob.plan(Enforcement::Kernel, &kernel_fs()).choices[0]
             .why
             .contains("glob"));
-        let allow = Policy::from_toml(&src("[[path]]\npattern = \"/proc/sys/x\"\naccess = \"allow\"\n"), "t").unwrap();
-        assert!(!allow.plan(Enforcement::Kernel, &kernel_fs()).all_kernel);
+        // Loosening the default's protections is refused (the floor).
+        let allow = Policy::from_toml(&src("[[path]]\npattern = \"/proc/sys/x\"\naccess = \"allow\"\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            allow.contains("path[0].access") && allow.contains("/proc/sys/** read-only applies first"),
+            "{allow}"
+        );
         let chroot = Policy::from_toml(&src("[[syscall]]\nnames = [\"chroot\"]\naction = \"allow\"\n"), "t").unwrap();
         assert!(!chroot.plan(Enforcement::Kernel, &kernel_fs()).all_kernel);
         let p = Policy::load("default").unwrap();
@@ -754,16 +757,21 @@ mod tests {
         assert!(plan.all_kernel, "{plan:#?}");
         let levels: Vec<Level> = plan.choices.iter().map(|c| c.level).collect();
         use Level::*;
-        assert_eq!(&levels[..6], &[Mounts, Landlock, Covered, Landlock, Landlock, Landlock]);
+        // The default's protections (the floor) go right before /proc/**,
+        // the first rule that would decide their paths more loosely.
+        let floor = Policy::load("default").unwrap().source.paths.len();
+        let (proc_at, all_at) = (4 + floor, 5 + floor);
+        assert_eq!(&levels[..4], &[Mounts, Landlock, Covered, Landlock]);
         assert!(
-            levels[6..].iter().all(|l| *l == Covered),
-            "after the catch-all: {plan:#?}"
+            levels[4..proc_at].iter().all(|l| matches!(l, Mounts | Covered)),
+            "the floor: {plan:#?}"
         );
-        assert!(plan.choices[6].why.contains("never decides: path[5] /**"), "{plan:#?}");
+        assert_eq!(&levels[proc_at..=all_at], &[Landlock, Landlock]);
+        assert_eq!(all_at + 1, levels.len(), "nothing after the catch-all: {plan:#?}");
         assert!(plan.choices[2].why.contains("nothing to enforce"), "{plan:#?}");
         assert!(plan.choices[3].why.contains("a mount point"), "{plan:#?}");
         assert!(
-            plan.choices[4].why.contains("kernel directory below /proc"),
+            plan.choices[proc_at].why.contains("kernel directory below /proc"),
             "{plan:#?}"
         );
         let l = plan.landlock.clone().unwrap();
@@ -775,22 +783,31 @@ mod tests {
             [
                 (1, "/data/rw", PathAccess::Allow),
                 (3, "/dev", PathAccess::Allow),
-                (4, "/proc", PathAccess::Allow)
+                (proc_at, "/proc", PathAccess::Allow)
             ]
         );
         assert_eq!(
-            plan.mounts(),
-            [PlannedMount {
+            plan.mounts()[0],
+            PlannedMount {
                 kind: Mount::Mask,
                 path: "/data/rw/keys".into(),
                 required: true
-            }],
-            "no mount for the rules that never decide"
+            },
+        );
+        assert!(
+            plan.mounts()[1..]
+                .iter()
+                .all(|m| m.path.starts_with("/proc") || m.path.starts_with("/sys")),
+            "the floor's masks and read-only binds: {:?}",
+            plan.mounts()
         );
         assert!(plan.guards_renames());
         assert_eq!(
             plan.describe(),
-            "kernel (1 path rules by the container's mounts, 4 by Landlock ABI 7)"
+            format!(
+                "kernel ({} path rules by the container's mounts, 4 by Landlock ABI 7)",
+                1 + plan.mounts()[1..].len()
+            )
         );
         // The filter: opens and tree changes in the kernel, what Landlock
         // has no right for with the supervisor.
@@ -864,7 +881,8 @@ mod tests {
         let (b, why) = refused(&[("/data/rw/**", "allow")], Some(7));
         assert!(b == 0 && why.contains("no catch-all /**"), "{why}");
         let (b, why) = refused(&[("/work/**", "deny"), ("/**", "allow")], Some(7));
-        assert!(b == 1 && why.contains("catch-all /** allow"), "{why}");
+        let floor = Policy::load("default").unwrap().source.paths.len();
+        assert!(b == 1 + floor && why.contains("catch-all /** allow"), "{why}");
         let (b, why) = refused(&[("/work/**", "allow"), ("/**", "deny")], Some(7));
         assert!(b == 0 && why.contains("missing at create"), "{why}");
         let (b, why) = refused(&[("/data/*.txt", "allow"), ("/**", "read-only")], Some(7));

@@ -467,11 +467,108 @@ fn merge_base(file: &mut PolicyFile, origin: &str) -> Result<()> {
         };
         let base = Policy::from_toml(src, &base)?.source;
         file.syscalls.extend(base.syscalls);
-        file.paths.extend(base.paths);
+        let floor = floor_paths(&base.paths);
+        check_floor(&floor, &file.paths, origin)?;
+        // The floor goes right before the first of the user's rules that
+        // would decide one of its paths more loosely (the user's rules
+        // before it keep their numbers), else where the base's rules go.
+        let at = file
+            .paths
+            .iter()
+            .position(|r| loosens_floor(r, &floor))
+            .unwrap_or(file.paths.len());
+        let rest: Vec<_> = base.paths.into_iter().filter(|r| !floor.contains(r)).collect();
+        let after = file.paths.split_off(at);
+        file.paths.extend(floor);
+        file.paths.extend(after);
+        file.paths.extend(rest);
         file.net.extend(base.net);
     }
     file.extends = Some("none".into());
     Ok(())
+}
+
+/// The default policy's path rules (its masks of the kernel's files and
+/// its read-only /proc/sys and /sys) among `base`: the floor every policy
+/// that extends `default` keeps. They go first, so no rule of the user's
+/// (a catch-all `/**` first, the natural shape of an allow-list) can stop
+/// them from deciding; `[]` for a base without them.
+fn floor_paths(base: &[model::PathRule]) -> Vec<model::PathRule> {
+    let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == "default") else {
+        return Vec::new();
+    };
+    let Ok(default) = toml::from_str::<PolicyFile>(src) else {
+        return Vec::new();
+    };
+    if !default.paths.iter().all(|r| base.contains(r)) {
+        return Vec::new();
+    }
+    default.paths
+}
+
+/// Whether rule `r` matches a path one of the `floor` rules decides (the
+/// floor rule's directory or file) with a looser access: placed before the
+/// floor, it would take those paths out of it (`/** read-only` would make
+/// `/proc/kcore` readable).
+fn loosens_floor(r: &model::PathRule, floor: &[model::PathRule]) -> bool {
+    floor.iter().any(|f| {
+        levels::literal_base(&f.pattern)
+            .is_some_and(|base| landlock::rank(r.access) > landlock::rank(f.access) && matches(&r.pattern, base))
+    })
+}
+
+/// Whether path pattern `pattern` matches `path` (as a path rule would).
+fn matches(pattern: &str, path: &str) -> bool {
+    let probe = model::PathRule {
+        pattern: pattern.into(),
+        access: PathAccess::Deny,
+        note: None,
+    };
+    PathPolicy::compile(std::slice::from_ref(&probe)).is_ok_and(|p| p.access(path) == PathAccess::Deny)
+}
+
+/// Refuses a rule of the user's that would loosen the floor where it names
+/// a path the floor decides: `/proc/kallsyms` allowed, `/sys/fs/cgroup/**`
+/// writable. Such a rule could never decide there (the floor goes first),
+/// so it is an error, naming both rules, rather than a silent no-op. A
+/// rule that only covers floor paths among others (`/proc/** allow`, a
+/// catch-all) is not one: the floor decides those paths, the rule the rest.
+fn check_floor(floor: &[model::PathRule], own: &[model::PathRule], origin: &str) -> Result<()> {
+    let Ok(compiled) = PathPolicy::compile(floor) else {
+        return Ok(());
+    };
+    for (i, r) in own.iter().enumerate() {
+        let Some(base) = levels::literal_base(&r.pattern) else {
+            continue;
+        };
+        if floor.is_empty() || landlock::rank(r.access) <= landlock::rank(compiled.access(base)) {
+            continue;
+        }
+        let by = floor
+            .iter()
+            .find(|f| f.access != PathAccess::Allow && matches(&f.pattern, base))
+            .map(|f| format!("{} {}", f.pattern, access_name(f.access)))
+            .unwrap_or_default();
+        return Err(invalid(
+            origin,
+            format!("path[{i}].access"),
+            format!(
+                "{} {}: the default policy's protection {by} applies first and cannot be loosened (extends = \"none\" builds a policy without the default's)",
+                r.pattern,
+                access_name(r.access)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A path access as policies spell it.
+fn access_name(a: PathAccess) -> &'static str {
+    match a {
+        PathAccess::Allow => "allow",
+        PathAccess::Deny => "deny",
+        PathAccess::ReadOnly => "read-only",
+    }
 }
 
 /// The rule a catch-all keeps out of /dev ([`keep_dev_usable`]).
@@ -813,7 +910,8 @@ mod tests {
         }
         assert_eq!(p.paths.access("/etc/passwd"), PathAccess::ReadOnly);
         assert_eq!(p.paths.access("/devices"), PathAccess::ReadOnly);
-        assert_eq!(p.source.paths[1].pattern, DEV_RULE, "right before the catch-all");
+        let all = p.source.paths.iter().position(|r| r.pattern == "/**").unwrap();
+        assert_eq!(p.source.paths[all - 1].pattern, DEV_RULE, "right before the catch-all");
         // What `policy show` prints reads back the same.
         let again = Policy::compile(p.source.clone(), "again").unwrap();
         assert_eq!(again.source.paths, p.source.paths);
@@ -830,6 +928,53 @@ mod tests {
         // No catch-all, nothing added.
         let p = Policy::from_toml(&format!("name = \"p\"\n{}", rule("/etc/**", "read-only")), "p").unwrap();
         assert!(p.source.paths.iter().all(|r| r.pattern != DEV_RULE));
+    }
+
+    #[test]
+    fn the_defaults_protections_are_a_floor() {
+        let rule = |p: &str, a: &str| format!("[[path]]\npattern = \"{p}\"\naccess = \"{a}\"\n");
+        // An allow-list's catch-all first: the default's masks still decide.
+        let text = format!(
+            "name = \"p\"\n{}{}",
+            rule("/work/**", "allow"),
+            rule("/**", "read-only")
+        );
+        let p = Policy::from_toml(&text, "p").unwrap();
+        assert_eq!(p.paths.access("/proc/kallsyms"), PathAccess::Deny);
+        assert_eq!(p.paths.access("/sys/kernel/notes"), PathAccess::Deny);
+        assert_eq!(p.paths.access("/proc/sys/kernel/hostname"), PathAccess::ReadOnly);
+        assert_eq!(p.paths.access("/work/x"), PathAccess::Allow);
+        assert_eq!(
+            p.source.paths[0].pattern, "/work/**",
+            "the user's rules before keep their numbers"
+        );
+        assert!(p.shadowed_paths().is_empty(), "{:?}", p.shadowed_paths());
+        let again = Policy::compile(p.source.clone(), "again").unwrap();
+        assert_eq!(again.source.paths, p.source.paths, "policy show reads back the same");
+        // A catch-all allow first, too.
+        let p = Policy::from_toml(&format!("name = \"p\"\n{}", rule("/**", "allow")), "p").unwrap();
+        assert_eq!(p.paths.access("/proc/kcore"), PathAccess::Deny);
+        // Naming a protected path to loosen it is refused, naming both rules.
+        for (pattern, access, floor) in [
+            ("/proc/kallsyms", "allow", "/proc/kallsyms deny"),
+            ("/proc/kallsyms", "read-only", "/proc/kallsyms deny"),
+            ("/sys/fs/cgroup/**", "allow", "/sys/** read-only"),
+        ] {
+            let e = Policy::from_toml(&format!("name = \"p\"\n{}", rule(pattern, access)), "p")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("path[0].access") && e.contains(floor), "{pattern}: {e}");
+        }
+        // Tightening is fine, and so is a policy without the default.
+        Policy::from_toml(&format!("name = \"p\"\n{}", rule("/proc/sys/**", "deny")), "p").unwrap();
+        let none = format!(
+            "name = \"p\"\nextends = \"none\"\n[[syscall]]\nnames = [\"openat\"]\naction = \"emulate\"\n{}",
+            rule("/proc/kallsyms", "allow")
+        );
+        assert_eq!(
+            Policy::from_toml(&none, "p").unwrap().paths.access("/proc/kallsyms"),
+            PathAccess::Allow
+        );
     }
 
     #[test]
