@@ -133,7 +133,7 @@ impl Addr {
                     ),
                 }
             }
-            (f, _) => format!("family {f}"),
+            (f, _) => format!("family {f} ({})", crate::policy::family_name(f)),
         }
     }
 }
@@ -152,7 +152,7 @@ const DNS_PORTS: [u16; 2] = [53, 853];
 fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<Option<String>, (i32, String)>) {
     let dest = if send { addr.send_ip() } else { addr.ip() };
     let Some((ip, port)) = dest else {
-        return (addr.describe(), Ok(None));
+        return (addr.describe(), family_verdict(t, addr));
     };
     let sup = t.sup();
     let net = &sup.policy.net;
@@ -190,6 +190,71 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
     }
     let by = which.map(|_| sup.policy.explain_net_rule(rule));
     (detail, Ok(by))
+}
+
+/// The verdict on an address that is no IP destination. unix addresses
+/// are files, which the path rules decide ([`unix_in_root`]); `AF_UNSPEC`
+/// and IPv4/IPv6 addresses too short to be one name no destination (the
+/// kernel dissolves an association or refuses them). Every other family
+/// (vsock, packet, bluetooth, ...) is decided by its `family` rule, else
+/// by `net_default`, never allowed unrecorded; netlink, without a rule,
+/// is allowed: it reaches the kernel of the container's own network
+/// namespace (`ip addr`, getifaddrs), not the network.
+fn family_verdict(t: &(impl Task + ?Sized), addr: &Addr) -> Result<Option<String>, (i32, String)> {
+    let f = addr.family();
+    if matches!(f, libc::AF_UNIX | libc::AF_UNSPEC | libc::AF_INET | libc::AF_INET6) {
+        return Ok(None);
+    }
+    let sup = t.sup();
+    let net = &sup.policy.net;
+    let (action, rule) = match net.decide_family(f) {
+        Some((action, i)) => (action, sup.policy.explain_net_rule(Some(i))),
+        None if f == libc::AF_NETLINK => (
+            NetAction::Allow,
+            "netlink reaches the kernel of the container's own network namespace (a family = \"netlink\" rule \
+             decides otherwise)"
+                .into(),
+        ),
+        None => (
+            net.default_action(),
+            format!(
+                "net_default (no rule names {} addresses)",
+                crate::policy::family_name(f)
+            ),
+        ),
+    };
+    match action {
+        NetAction::Deny => Err((libc::EPERM, rule)),
+        NetAction::Allow => Ok(Some(rule)),
+    }
+}
+
+/// Control messages of sendmsg(2) that change where an IP packet goes or
+/// what routers do with it, by (level, type): IPv4 options (source
+/// routes, `IP_OPTIONS` and its alias `IP_RETOPTS`), IPv6 routing headers
+/// (type 0, type 2 and type 4 segment routing alike), the next hop, and
+/// hop-by-hop and destination options (RFC 3542 and RFC 2292 numbers).
+/// The rules decide on the destination address; these would take the
+/// packet elsewhere, so under network rules they are refused (EPERM).
+const ROUTING_CMSGS: &[(i32, i32, &str)] = &[
+    (libc::IPPROTO_IP, libc::IP_OPTIONS, "IP_OPTIONS"),
+    (libc::IPPROTO_IP, libc::IP_RETOPTS, "IP_RETOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_RTHDR, "IPV6_RTHDR"),
+    (libc::IPPROTO_IPV6, libc::IPV6_2292RTHDR, "IPV6_2292RTHDR"),
+    (libc::IPPROTO_IPV6, libc::IPV6_NEXTHOP, "IPV6_NEXTHOP"),
+    (libc::IPPROTO_IPV6, libc::IPV6_HOPOPTS, "IPV6_HOPOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_2292HOPOPTS, "IPV6_2292HOPOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_DSTOPTS, "IPV6_DSTOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_2292DSTOPTS, "IPV6_2292DSTOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_RTHDRDSTOPTS, "IPV6_RTHDRDSTOPTS"),
+];
+
+/// The name of a routing control message ([`ROUTING_CMSGS`]), if `c` is one.
+fn routing_cmsg(c: &Cmsg) -> Option<&'static str> {
+    ROUTING_CMSGS
+        .iter()
+        .find(|(level, kind, _)| c.level == *level && c.kind == *kind)
+        .map(|(_, _, name)| *name)
 }
 
 /// Our copy of the caller's fd `fd`: ESRCH when the caller is gone,
@@ -769,8 +834,19 @@ fn make_ready(ctx: &dyn Task, msg: Copied, sock: &OwnedFd, creds: &Creds, detail
     }
     let mut held: Vec<OwnedFd> = Vec::new();
     let msgs: Vec<Result<Cmsg, i32>> = cmsgs(&control).collect();
+    // The kernel reads IP-level control messages on IP sockets only (a
+    // unix socket skips them).
+    let ip_socket =
+        !control.is_empty() && matches!(sockopt_int(sock, libc::SO_DOMAIN), Some(libc::AF_INET | libc::AF_INET6));
     for c in msgs {
         let c = c.map_err(errno)?;
+        if let Some(name) = routing_cmsg(&c).filter(|_| ip_socket) {
+            return Err(
+                Outcome::new(Reply::Errno(libc::EPERM), "deny", format!("{detail} cmsg {name}")).by(Some(format!(
+                    "net: the control message {name} routes the packet past the address the rules decide"
+                ))),
+            );
+        }
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_CREDENTIALS {
             if let Err(e) = own_credentials(ctx, creds, &mut control[c.data.clone()]) {
                 return Err(Outcome::new(
