@@ -942,6 +942,12 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
     let setup = (|| -> Result<(Creds, OwnedFd), i32> {
         let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
         let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
+        // The kernel looks the socket up before anything else: a file
+        // that is no socket is ENOTSOCK even for an empty batch.
+        let st = nix::sys::stat::fstat(sock.as_raw_fd()).map_err(|e| e as i32)?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(libc::ENOTSOCK);
+        }
         Ok((creds, sock))
     })();
     let (creds, sock) = match setup {
