@@ -939,17 +939,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
     let mut by = None;
     // Why the batch stops where it does: the answer when nothing is sent.
     let mut stop: Option<Outcome> = None;
-    let setup = (|| -> Result<(Creds, OwnedFd), i32> {
-        let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
-        let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
-        // The kernel looks the socket up before anything else: a file
-        // that is no socket is ENOTSOCK even for an empty batch.
-        let st = nix::sys::stat::fstat(sock.as_raw_fd()).map_err(|e| e as i32)?;
-        if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
-            return Err(libc::ENOTSOCK);
-        }
-        Ok((creds, sock))
-    })();
+    let setup = caller_socket(ctx);
     let (creds, sock) = match setup {
         Ok(s) => s,
         Err(e) => return Outcome::new(Reply::Errno(e), "allow", "sendmmsg".into()),
@@ -1033,6 +1023,19 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         .by(rule);
     }
     Outcome::new(run(ctx), action, detail).by(rule)
+}
+
+/// The caller's credentials and our copy of its socket (argument 0),
+/// looked up as the kernel looks the socket up before anything else: a
+/// file that is no socket is ENOTSOCK, even for an empty batch.
+fn caller_socket(ctx: &dyn Task) -> Result<(Creds, OwnedFd), i32> {
+    let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
+    let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
+    let st = nix::sys::stat::fstat(sock.as_raw_fd()).map_err(|e| e as i32)?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return Err(libc::ENOTSOCK);
+    }
+    Ok((creds, sock))
 }
 
 /// Checks the `struct ucred` (pid, uid, gid: 12 bytes) of an
