@@ -584,7 +584,7 @@ fn policy_commands_and_annotation_errors() {
     assert!(ok(&out).contains("ok"));
     assert!(
         stderr(&out).contains("warning")
-            && stderr(&out).contains("/proc/kcore deny never decides: path[0] /** read-only"),
+            && stderr(&out).contains("/proc/kcore deny never decides: path[1] /** read-only"),
         "{}",
         stderr(&out)
     );
