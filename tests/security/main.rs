@@ -1251,6 +1251,7 @@ for name, s, dest, level, kind, data in [
     ("IPV6_DSTOPTS", s6, ("::1", 9), 41, 59, opts),
     ("IPV6_RTHDRDSTOPTS", s6, ("::1", 9), 41, 55, opts),
     ("IPV6_HOPLIMIT", s6, ("::1", 9), 41, 52, struct.pack("i", 7)),
+    ("IPV6_RTHDR-on-IPv4", s4, ("127.0.0.1", 9), 41, 57, rthdr),
     ("none", s4, ("127.0.0.1", 9), None, None, None),
 ]:
     anc = [] if level is None else [(level, kind, data)]
@@ -1372,6 +1373,8 @@ fn every_route_a_packet_can_take_is_decided() {
             want(&format!("sendmsg {c}"), "EPERM");
         }
         want("sendmsg IPV6_HOPLIMIT", "ok");
+        // An IPv4 socket skips IPv6 control messages: the kernel's answer.
+        want("sendmsg IPV6_RTHDR-on-IPv4", "ok");
         want("sendmsg none", "ok");
         want("sendmmsg IPV6_RTHDR", "EPERM");
         want("sendmmsg IPV6_HOPLIMIT", "ok");

@@ -834,13 +834,22 @@ fn make_ready(ctx: &dyn Task, msg: Copied, sock: &OwnedFd, creds: &Creds, detail
     }
     let mut held: Vec<OwnedFd> = Vec::new();
     let msgs: Vec<Result<Cmsg, i32>> = cmsgs(&control).collect();
-    // The kernel reads IP-level control messages on IP sockets only (a
-    // unix socket skips them).
-    let ip_socket =
-        !control.is_empty() && matches!(sockopt_int(sock, libc::SO_DOMAIN), Some(libc::AF_INET | libc::AF_INET6));
+    // The kernel reads IPv4 control messages on IPv4 and IPv6 sockets (an
+    // IPv6 socket sends to a mapped address as IPv4) and IPv6 ones on IPv6
+    // sockets only; other sockets skip both.
+    let domain = if control.is_empty() {
+        None
+    } else {
+        sockopt_int(sock, libc::SO_DOMAIN)
+    };
+    let read_by_kernel = |c: &Cmsg| match domain {
+        Some(libc::AF_INET) => c.level == libc::IPPROTO_IP,
+        Some(libc::AF_INET6) => true,
+        _ => false,
+    };
     for c in msgs {
         let c = c.map_err(errno)?;
-        if let Some(name) = routing_cmsg(&c).filter(|_| ip_socket) {
+        if let Some(name) = routing_cmsg(&c).filter(|_| read_by_kernel(&c)) {
             return Err(
                 Outcome::new(Reply::Errno(libc::EPERM), "deny", format!("{detail} cmsg {name}")).by(Some(format!(
                     "net: the control message {name} routes the packet past the address the rules decide"
