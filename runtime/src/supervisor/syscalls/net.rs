@@ -1156,6 +1156,48 @@ action = 'deny'
         assert!(rule.contains("10.0.0.0/8"), "{rule}");
     }
 
+    /// Other families follow their `family` rule, else `net_default`,
+    /// recorded either way; netlink without a rule is allowed; unix and
+    /// AF_UNSPEC are no network destination.
+    #[test]
+    fn other_families_follow_family_rules_and_net_default() {
+        let addr = |family: i32| Addr::from_bytes(&[&(family as u16).to_ne_bytes()[..], &[0u8; 14]].concat()).unwrap();
+        let deny = Fake::new("name = 'd'\nnet_default = 'deny'\n", 0);
+        let (detail, verdict) = check(&deny, &addr(libc::AF_VSOCK), false);
+        assert_eq!(detail, "family 40 (vsock)");
+        assert_eq!(
+            verdict,
+            Err((libc::EPERM, "net_default (no rule names vsock addresses)".into()))
+        );
+        assert!(check(&deny, &addr(libc::AF_NETLINK), true)
+            .1
+            .unwrap()
+            .unwrap()
+            .starts_with("netlink"));
+        assert_eq!(check(&deny, &addr(libc::AF_UNSPEC), false).1, Ok(None));
+        let allow = Fake::new("name = 'a'\n[[net]]\nfamily = 'bluetooth'\naction = 'deny'\n", 0);
+        let (_, verdict) = check(&allow, &addr(libc::AF_BLUETOOTH), true);
+        assert_eq!(verdict.unwrap_err().1, "net[0] bluetooth");
+        let (_, verdict) = check(&allow, &addr(libc::AF_VSOCK), false);
+        assert_eq!(verdict, Ok(Some("net_default (no rule names vsock addresses)".into())));
+    }
+
+    #[test]
+    fn routing_control_messages_are_named() {
+        let c = |level, kind| Cmsg {
+            level,
+            kind,
+            data: 0..0,
+        };
+        assert_eq!(
+            routing_cmsg(&c(libc::IPPROTO_IPV6, libc::IPV6_RTHDR)),
+            Some("IPV6_RTHDR")
+        );
+        assert_eq!(routing_cmsg(&c(libc::IPPROTO_IP, libc::IP_RETOPTS)), Some("IP_RETOPTS"));
+        assert_eq!(routing_cmsg(&c(libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT)), None);
+        assert_eq!(routing_cmsg(&c(libc::SOL_SOCKET, libc::SCM_RIGHTS)), None);
+    }
+
     #[test]
     fn an_address_no_rule_names_is_allowed() {
         let t = Fake::new(RULES, 0);
