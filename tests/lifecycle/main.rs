@@ -2531,3 +2531,166 @@ fn each_tested_profile_gives_runcs_errnos() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// cordon's mounts never land on the host
+// ---------------------------------------------------------------------------
+
+/// The host's mounts a container could change: `/`, `/proc`, `/sys`,
+/// `/dev`, `/etc` and below, and anything below the bundle's rootfs. Other
+/// suites running at the same time mount elsewhere (overlay layers under
+/// their state roots), so those lines are left out of the comparison.
+fn host_mounts(rootfs: &str) -> std::collections::BTreeSet<String> {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    info.lines()
+        .filter(|l| {
+            let point = l.split(' ').nth(4).unwrap_or("");
+            point == "/"
+                || ["/proc", "/sys", "/dev", "/etc", rootfs]
+                    .iter()
+                    .any(|p| point == *p || point.starts_with(&format!("{p}/")))
+        })
+        // Mount ids and parents stay; options are what a remount changes.
+        .map(str::to_string)
+        .collect()
+}
+
+/// Asserts the host's mounts `now` are `before`, showing what changed.
+#[track_caller]
+fn assert_same_mounts(before: &std::collections::BTreeSet<String>, now: &std::collections::BTreeSet<String>) {
+    let gone: Vec<_> = before.difference(now).collect();
+    let new: Vec<_> = now.difference(before).collect();
+    assert!(
+        gone.is_empty() && new.is_empty(),
+        "the host's mounts changed:\ngone: {gone:#?}\nnew: {new:#?}"
+    );
+}
+
+/// A busybox environment whose config.json gives the container no mount
+/// namespace of its own (`ns`: `None`, or `Some(path)` to join one) and no
+/// masked or read-only paths (libcontainer refuses those as runc does),
+/// on a private copy of the rootfs in `copy` (libcontainer makes /dev's
+/// defaults in the rootfs itself when it mounts nothing over /dev).
+/// `mounts`: keep the bundle's mounts; without them nothing of the
+/// bundle's is mounted (they would be made in the runtime's namespace, as
+/// runc makes them, and stay there).
+fn without_private_mount_ns(policy: &str, ns: Option<&str>, copy: &TempDir, mounts: bool) -> Env {
+    let mut env = Env::busybox(&["true"]);
+    env.set_policy(policy);
+    let rootfs = copy.path().join("rootfs");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(busybox_bundle().join("rootfs"))
+        .arg(&rootfs)
+        .status()
+        .unwrap();
+    assert!(cp.success(), "copy the busybox rootfs");
+    env.config["root"]["path"] = rootfs.to_string_lossy().into_owned().into();
+    let linux = &mut env.config["linux"];
+    let mut namespaces: Vec<Value> = linux["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] != "mount")
+        .cloned()
+        .collect();
+    if let Some(path) = ns {
+        namespaces.push(json!({"type": "mount", "path": path}));
+    }
+    linux["namespaces"] = namespaces.into();
+    linux["maskedPaths"] = json!([]);
+    linux["readonlyPaths"] = json!([]);
+    if !mounts {
+        env.config["mounts"] = json!([]);
+    }
+    env.config["root"]["readonly"] = false.into();
+    env
+}
+
+/// A policy that needs mounts (default: masks and read-only binds below
+/// the bundle's /proc and /sys, the /proc views) is refused for a
+/// container without a mount namespace of its own, as runc refuses masked
+/// paths, in one line naming the rule; nothing is left and the host's
+/// mounts are unchanged. Joining an existing namespace by path is refused
+/// the same way. Without the bundle's /proc mount the rules stay with the
+/// supervisor, and the views are what is refused.
+#[test]
+fn policy_mounts_need_a_private_mount_namespace() {
+    for (ns, mounts, what) in [
+        (None, true, "path["),
+        (Some("/proc/1/ns/mnt"), true, "path["),
+        (None, false, "[views] proc"),
+    ] {
+        let copy = TempDir::new("rootfs");
+        let env = without_private_mount_ns("default", ns, &copy, mounts);
+        let rootfs = copy.path().join("rootfs").to_string_lossy().into_owned();
+        let before = host_mounts(&rootfs);
+        let id = unique("nomntns");
+        let out = env.create(&id);
+        let line = assert_fails(
+            &out,
+            &[
+                "unable to restrict sys entries without a private MNT namespace",
+                "policy \"default\"",
+                what,
+                "cannot be enforced",
+            ],
+        );
+        match ns {
+            None => assert!(line.contains("no \"mount\" entry"), "{line}"),
+            Some(p) => assert!(line.contains(p), "{line}"),
+        }
+        assert_clean(&env, &id);
+        env.assert_no_leftovers(&[&id]);
+        assert_same_mounts(&before, &host_mounts(&rootfs));
+    }
+}
+
+/// A policy that needs no mounts (permissive) is refused in the runtime's
+/// own mount namespace too: libcontainer's set-up would mount there (the
+/// rootfs bound over itself, `/` made rslave) and those mounts outlive the
+/// container. Joining another mount namespace by path (here one a helper
+/// process made) runs, and the host's mounts stay as they were.
+#[test]
+fn no_policy_mounts_still_no_runtime_mount_namespace() {
+    for ns in [None, Some("/proc/self/ns/mnt")] {
+        let copy = TempDir::new("rootfs");
+        let env = without_private_mount_ns("permissive", ns, &copy, false);
+        let rootfs = copy.path().join("rootfs").to_string_lossy().into_owned();
+        let before = host_mounts(&rootfs);
+        let id = unique("nomntns-perm");
+        let out = env.run(&id);
+        assert_fails(
+            &out,
+            &[
+                "unable to create a container in the runtime's own mount namespace",
+                "outlive the container",
+            ],
+        );
+        assert_clean(&env, &id);
+        assert_same_mounts(&before, &host_mounts(&rootfs));
+    }
+    // Another namespace: a process in a mount namespace of its own.
+    let copy = TempDir::new("rootfs");
+    let mut holder = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sleep", "60"])
+        .spawn()
+        .unwrap();
+    let ns = format!("/proc/{}/ns/mnt", holder.id());
+    wait_for("the helper's own mount namespace", || {
+        let (a, b) = (fs::read_link(&ns), fs::read_link("/proc/self/ns/mnt"));
+        match (a, b) {
+            (Ok(a), Ok(b)) if a != b => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    let env = without_private_mount_ns("permissive", Some(&ns), &copy, false);
+    let rootfs = copy.path().join("rootfs").to_string_lossy().into_owned();
+    let before = host_mounts(&rootfs);
+    let id = unique("nomntns-join");
+    run_ok(&env, &id);
+    assert_same_mounts(&before, &host_mounts(&rootfs));
+    assert_clean(&env, &id);
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

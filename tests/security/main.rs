@@ -1205,3 +1205,234 @@ fn chroot_cannot_rename_denied_paths() {
         stderr(&out)
     );
 }
+
+// ---------------------------------------------------------------------------
+// 7. every route a packet can take is decided
+// ---------------------------------------------------------------------------
+
+/// Tries, inside the container, the socket options and sendmsg/sendmmsg
+/// control messages that route a packet, and connects and sends to a vsock
+/// address; prints `NAME RESULT` per try (`ok` or the errno's name).
+const ROUTES_PROBE: &str = r#"
+import ctypes, errno, socket, struct
+def res(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+def show(name, f):
+    print(name, res(f), flush=True)
+s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+nop4 = b"\x01\x01\x01\x00"
+rthdr = bytes([0, 2, 0, 1, 0, 0, 0, 0]) + socket.inet_pton(socket.AF_INET6, "::1")
+opts = b"\x00\x00\x01\x04\x00\x00\x00\x00"
+for name, s, level, opt, val in [
+    ("IP_OPTIONS", s4, 0, 4, nop4),
+    ("IP_TRANSPARENT", s4, 0, 19, 1),
+    ("IPV6_RTHDR", s6, 41, 57, rthdr),
+    ("IPV6_2292RTHDR", s6, 41, 5, rthdr),
+    ("IPV6_NEXTHOP", s6, 41, 9, b"\x0a\x00" + b"\x00" * 26),
+    ("IPV6_HOPOPTS", s6, 41, 54, opts),
+    ("IPV6_DSTOPTS", s6, 41, 59, opts),
+    ("IPV6_RTHDRDSTOPTS", s6, 41, 55, opts),
+    ("IPV6_TRANSPARENT", s6, 41, 75, 1),
+    ("SO_RCVBUF", s4, socket.SOL_SOCKET, socket.SO_RCVBUF, 65536),
+]:
+    show("setsockopt " + name, lambda: s.setsockopt(level, opt, val))
+for name, s, dest, level, kind, data in [
+    ("IP_OPTIONS", s4, ("127.0.0.1", 9), 0, 4, nop4),
+    ("IP_RETOPTS", s4, ("127.0.0.1", 9), 0, 7, nop4),
+    ("IPV6_RTHDR", s6, ("::1", 9), 41, 57, rthdr),
+    ("IPV6_2292RTHDR", s6, ("::1", 9), 41, 5, rthdr),
+    ("IPV6_NEXTHOP", s6, ("::1", 9), 41, 9, b"\x0a\x00" + b"\x00" * 26),
+    ("IPV6_HOPOPTS", s6, ("::1", 9), 41, 54, opts),
+    ("IPV6_DSTOPTS", s6, ("::1", 9), 41, 59, opts),
+    ("IPV6_RTHDRDSTOPTS", s6, ("::1", 9), 41, 55, opts),
+    ("IPV6_HOPLIMIT", s6, ("::1", 9), 41, 52, struct.pack("i", 7)),
+    ("IPV6_RTHDR-on-IPv4", s4, ("127.0.0.1", 9), 41, 57, rthdr),
+    ("none", s4, ("127.0.0.1", 9), None, None, None),
+]:
+    anc = [] if level is None else [(level, kind, data)]
+    show("sendmsg " + name, lambda: s.sendmsg([b"x"], anc, 0, dest))
+# sendmmsg(2) of one message to [::1]:9 with a routing header.
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(iovec)),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int), ("len", ctypes.c_uint32)]
+def sendmmsg(level, kind, data):
+    addr = ctypes.create_string_buffer(struct.pack("=HHI16sI", socket.AF_INET6, socket.htons(9), 0,
+                                                   socket.inet_pton(socket.AF_INET6, "::1"), 0), 28)
+    payload = ctypes.create_string_buffer(b"x", 1)
+    iov = iovec(ctypes.cast(payload, ctypes.c_void_p), 1)
+    c = struct.pack("=QiI", 16 + len(data), level, kind) + data
+    c += b"\0" * (-len(c) % 8)
+    control = ctypes.create_string_buffer(c, len(c))
+    m = mmsghdr(ctypes.cast(addr, ctypes.c_void_p), 28, ctypes.pointer(iov), 1,
+                ctypes.cast(control, ctypes.c_void_p), len(c), 0, 0)
+    if libc.sendmmsg(s6.fileno(), ctypes.byref(m), 1, 0) < 0:
+        raise OSError(ctypes.get_errno(), "sendmmsg")
+show("sendmmsg IPV6_RTHDR", lambda: sendmmsg(41, 57, rthdr))
+show("sendmmsg IPV6_HOPLIMIT", lambda: sendmmsg(41, 52, struct.pack("i", 7)))
+# vsock: CID 1 is the local loopback; non-blocking, so an allowed connect
+# answers at once (EINPROGRESS) rather than after the vsock timeout.
+try:
+    v = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+    v.setblocking(False)
+    e = v.connect_ex((1, 1234))
+    print("connect vsock", errno.errorcode.get(e, "ok"), flush=True)
+    w = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+    show("sendmsg vsock", lambda: w.sendmsg([b"x"], [], socket.MSG_DONTWAIT, (1, 1234)))
+except OSError as e:
+    print("vsock unavailable", errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+# netlink keeps working: a link dump through sendto and connect.
+n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+req = struct.pack("=IHHII", 32, 18, 0x301, 1, 0) + struct.pack("=BxHiII", 0, 0, 0, 0, 0)
+show("sendto netlink", lambda: n.sendto(req, (0, 0)))
+show("connect netlink", lambda: n.connect((0, 0)))
+show("recv netlink", lambda: n.recv(65536))
+"#;
+
+/// The probe's answers, by try.
+fn route_answers(out: &str) -> BTreeMap<String, String> {
+    out.lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Under `default`, under a deny-by-default policy (loopback allowed) and
+/// under one with a `family = "vsock"` rule: the socket options that route
+/// a packet get EPERM from the filter, the same as control messages of
+/// sendmsg and sendmmsg get EPERM from the supervisor with an audit record
+/// naming the option, and others pass with the kernel's answer; a vsock
+/// address follows `net_default` and the family rule, recorded; netlink
+/// keeps working. On both platforms (`CORDON_TEST_PLATFORM`).
+#[test]
+fn every_route_a_packet_can_take_is_decided() {
+    let dir = TempDir::new("routes");
+    let deny_all = dir.path().join("deny.toml");
+    std::fs::write(
+        &deny_all,
+        "name = \"deny-all\"\nnet_default = \"deny\"\n\
+         [[net]]\ncidr = \"127.0.0.0/8\"\naction = \"allow\"\n\
+         [[net]]\ncidr = \"::1/128\"\naction = \"allow\"\n",
+    )
+    .unwrap();
+    let vsock_rule = dir.path().join("vsock.toml");
+    std::fs::write(
+        &vsock_rule,
+        "name = \"no-vsock\"\n[[net]]\nfamily = \"vsock\"\naction = \"deny\"\nnote = \"the hypervisor\"\n",
+    )
+    .unwrap();
+    let cases = [
+        ("default", "default".to_string(), None),
+        (
+            "deny-all",
+            deny_all.display().to_string(),
+            Some("net_default (no rule names vsock addresses)"),
+        ),
+        ("no-vsock", vsock_rule.display().to_string(), Some("net[0] vsock")),
+    ];
+    for (name, policy, vsock_denied_by) in cases {
+        let mut env = python(&["python3", "-c", ROUTES_PROBE]);
+        env.set_policy(&policy);
+        let id = unique("routes");
+        let out = ok(&env.run_keep(&id));
+        let got = route_answers(&out);
+        let want = |k: &str, v: &str| assert_eq!(got.get(k).map(String::as_str), Some(v), "{name}: {k}\n{out}");
+        for o in [
+            "IP_OPTIONS",
+            "IP_TRANSPARENT",
+            "IPV6_RTHDR",
+            "IPV6_2292RTHDR",
+            "IPV6_NEXTHOP",
+            "IPV6_HOPOPTS",
+            "IPV6_DSTOPTS",
+            "IPV6_RTHDRDSTOPTS",
+            "IPV6_TRANSPARENT",
+        ] {
+            want(&format!("setsockopt {o}"), "EPERM");
+        }
+        want("setsockopt SO_RCVBUF", "ok");
+        let cmsgs = [
+            "IP_OPTIONS",
+            "IP_RETOPTS",
+            "IPV6_RTHDR",
+            "IPV6_2292RTHDR",
+            "IPV6_NEXTHOP",
+            "IPV6_HOPOPTS",
+            "IPV6_DSTOPTS",
+            "IPV6_RTHDRDSTOPTS",
+        ];
+        for c in cmsgs {
+            want(&format!("sendmsg {c}"), "EPERM");
+        }
+        want("sendmsg IPV6_HOPLIMIT", "ok");
+        // An IPv4 socket skips IPv6 control messages: the kernel's answer.
+        want("sendmsg IPV6_RTHDR-on-IPv4", "ok");
+        want("sendmsg none", "ok");
+        want("sendmmsg IPV6_RTHDR", "EPERM");
+        want("sendmmsg IPV6_HOPLIMIT", "ok");
+        want("sendto netlink", "ok");
+        want("connect netlink", "ok");
+        want("recv netlink", "ok");
+        let trail = env.audit_with(&id, "the deny of the last routing cmsg", |r| {
+            r["syscall"] == "sendmmsg" && r["action"] == "deny"
+        });
+        for c in cmsgs {
+            let r = trail
+                .iter()
+                .find(|r| {
+                    r["syscall"] == "sendmsg"
+                        && r["action"] == "deny"
+                        && r["detail"].as_str().unwrap_or("").ends_with(&format!(" cmsg {c}"))
+                })
+                .unwrap_or_else(|| panic!("{name}: no deny record naming {c}: {trail:?}"));
+            assert!(r["rule"].as_str().unwrap_or("").contains(c), "{name}: {r}");
+        }
+        assert!(
+            trail.iter().any(|r| r["syscall"] == "sendmmsg"
+                && r["action"] == "deny"
+                && r["detail"].as_str().unwrap_or("").contains("cmsg IPV6_RTHDR")),
+            "{name}: {trail:?}"
+        );
+        if got.contains_key("vsock unavailable") {
+            eprintln!("{name}: AF_VSOCK unavailable on this host: vsock not tested");
+            continue;
+        }
+        let vsock: Vec<_> = trail
+            .iter()
+            .filter(|r| r["detail"].as_str().unwrap_or("").starts_with("family 40 (vsock)"))
+            .collect();
+        match vsock_denied_by {
+            Some(rule) => {
+                want("connect vsock", "EPERM");
+                want("sendmsg vsock", "EPERM");
+                for call in ["connect", "sendmsg"] {
+                    assert!(
+                        vsock.iter().any(|r| r["syscall"] == call
+                            && r["action"] == "deny"
+                            && r["rule"].as_str().unwrap_or("").starts_with(rule)),
+                        "{name}: {call} {vsock:?}"
+                    );
+                }
+            }
+            None => {
+                // The kernel's own answers, as on the host.
+                want("connect vsock", "EINPROGRESS");
+                assert_ne!(got.get("sendmsg vsock").map(String::as_str), Some("EPERM"), "{out}");
+                assert!(
+                    vsock.iter().any(|r| r["syscall"] == "connect"
+                        && r["action"] == "allow"
+                        && r["rule"] == "net_default (no rule names vsock addresses)"),
+                    "{name}: {vsock:?}"
+                );
+            }
+        }
+    }
+}

@@ -170,6 +170,8 @@ impl Runtime {
         let policy = if trace { policy.traced() } else { policy };
         let (platform, fallback) = choose_platform(&platform, &policy)?;
         super::resolver::check_network(&spec, &policy)?;
+        // Before anything is written: a refusal leaves nothing behind.
+        super::mount_ns::check(&spec, &policy_name, &policy, &plan)?;
         let prog = crate::filter::compile_for(&policy, platform);
         let bundle_filter = compile_bundle_profile(&bundle, spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()))?;
 

@@ -48,6 +48,19 @@ pub fn after_build(
     views: &[(PathBuf, &'static str)],
 ) -> io::Result<()> {
     device_rules(pid, spec)?;
+    // Without a mount namespace of its own the container's mounts are the
+    // runtime's (the host's): cordon corrects none of them, and `create`
+    // refused a policy that needs mounts (container/mount_ns.rs).
+    if super::mount_ns::is_own(pid)? {
+        return if mounts.is_empty() && views.is_empty() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!(
+                "{}: refusing to mount in the runtime's own mount namespace",
+                super::mount_ns::RUNC_WORDS
+            )))
+        };
+    }
     cgroup_mounts(pid, spec)?;
     if mounts.is_empty() && views.is_empty() {
         return Ok(());
@@ -97,8 +110,21 @@ fn view(tree: std::os::fd::BorrowedFd<'_>, inside: &Path) -> io::Result<()> {
 
 /// Runs `f` on a thread of its own in the mount namespace of host pid
 /// `pid` (its root and cwd become the namespace's root).
+///
+/// Refuses the runtime's own namespace: nothing cordon mounts may land on
+/// the host.
 fn in_mount_ns(pid: i32, f: impl FnOnce() -> io::Result<()> + Send) -> io::Result<()> {
     let ns = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))?;
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (theirs, ours) = (ns.metadata()?, std::fs::metadata("/proc/self/ns/mnt")?);
+        if (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino()) {
+            return Err(io::Error::other(format!(
+                "pid {pid} shares the runtime's mount namespace: {}",
+                super::mount_ns::RUNC_WORDS
+            )));
+        }
+    }
     std::thread::scope(|s| {
         s.spawn(|| -> io::Result<()> {
             // A private fs_struct, then the container's mount namespace:

@@ -15,6 +15,7 @@ pub mod executor;
 pub mod foreground;
 mod harden;
 pub mod landlock;
+pub mod mount_ns;
 pub mod resolver;
 pub mod setup_log;
 pub mod snapshot;
@@ -152,6 +153,27 @@ pub enum Error {
         step: String,
         /// What the container's processes logged about it.
         detail: String,
+    },
+    /// The policy needs cordon's own mounts and the container gets no
+    /// mount namespace of its own (container/mount_ns.rs).
+    #[error("policy {policy:?}: {what} cannot be enforced: {}: {why}", mount_ns::RUNC_WORDS)]
+    NoPrivateMountNs {
+        /// The policy's name.
+        policy: String,
+        /// The first rule or view that needs a mount.
+        what: String,
+        /// Why the container's mount namespace is not private.
+        why: String,
+    },
+    /// The container would run in the runtime's own mount namespace
+    /// (container/mount_ns.rs).
+    #[error(
+        "unable to create a container in the runtime's own mount namespace: {why}: its set-up would make / \
+         rslave and mount the rootfs and the bundle's mounts there, where they outlive the container"
+    )]
+    RuntimeMountNs {
+        /// Why the container's mount namespace is the runtime's.
+        why: String,
     },
     /// A cgroup operation failed.
     #[error("{what}: {}", chain(source.as_ref()))]

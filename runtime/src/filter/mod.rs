@@ -431,6 +431,40 @@ mod tests {
         assert!(kept == text, "the filters' decisions changed; now:\n{text}");
     }
 
+    /// The default's setsockopt rules: options that route a packet get
+    /// EPERM in the kernel on both platforms, whatever the high bits of
+    /// the int arguments; the others pass.
+    #[test]
+    fn routing_socket_options_refused_in_the_filter() {
+        let policy = Policy::load("default").unwrap();
+        let nr = crate::filter::table::number("setsockopt").unwrap();
+        let eperm = action_value(Action::Deny, libc::EPERM);
+        for prog in [compile(&policy), compile_for(&policy, crate::config::Platform::Ptrace)] {
+            let at = |level: u64, opt: u64| evaluate(&prog, AUDIT_ARCH_X86_64, nr, &[3, level, opt, 0, 4, 0]);
+            for (level, opt) in [
+                (0, 4),
+                (0, 19),
+                (41, 57),
+                (41, 5),
+                (41, 9),
+                (41, 54),
+                (41, 59),
+                (41, 55),
+                (41, 75),
+            ] {
+                assert_eq!(at(level, opt), eperm, "level {level} option {opt}");
+                assert_eq!(
+                    at(level | 1 << 32, opt | 7 << 40),
+                    eperm,
+                    "high bits: level {level} option {opt}"
+                );
+            }
+            for (level, opt) in [(1, 25), (0, 1), (41, 26), (6, 1), (0, 8)] {
+                assert_eq!(at(level, opt), libc::SECCOMP_RET_ALLOW, "level {level} option {opt}");
+            }
+        }
+    }
+
     #[test]
     fn other_entry_points_refused() {
         let policy = Policy::load("permissive").unwrap();

@@ -18,7 +18,7 @@ use std::path::Path;
 
 pub use levels::{Enforcement, ENFORCEMENT_ANNOTATION};
 pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
-pub use net::NetPolicy;
+pub use net::{family_name, NetPolicy};
 pub use path::{is_write_open, PathPolicy};
 
 use crate::filter::table;

@@ -133,8 +133,9 @@ pub enum NetAction {
     Allow,
 }
 
-/// A rule over IPv4/IPv6 destinations of connect, sendto and sendmsg,
-/// by address (`cidr`) or by host name (`host`): exactly one of the two.
+/// A rule over destinations of connect, sendto and sendmsg: IPv4/IPv6
+/// ones by address (`cidr`) or by host name (`host`), or every address of
+/// another family (`family`, e.g. "vsock"): exactly one of the three.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetRule {
@@ -148,6 +149,11 @@ pub struct NetRule {
     /// the name is resolved at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// An address family other than unix, inet and inet6, by name
+    /// ("vsock", "netlink", "bluetooth", ...) or number ("40"): the rule
+    /// decides every address of that family (`ports` do not apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     /// Destination ports; empty means all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
@@ -159,9 +165,14 @@ pub struct NetRule {
 }
 
 impl NetRule {
-    /// What the rule matches, as written: its `cidr` or its `host`.
+    /// What the rule matches, as written: its `cidr`, `host` or
+    /// `family`.
     pub fn target(&self) -> &str {
-        self.cidr.as_deref().or(self.host.as_deref()).unwrap_or("")
+        self.cidr
+            .as_deref()
+            .or(self.host.as_deref())
+            .or(self.family.as_deref())
+            .unwrap_or("")
     }
 }
 

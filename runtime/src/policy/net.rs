@@ -1,5 +1,6 @@
 //! Network egress rules on IPv4/IPv6 destinations, by address or by the
-//! host name the supervisor's resolver answered them for.
+//! host name the supervisor's resolver answered them for, and on the
+//! other address families as a whole (`family` rules).
 
 use std::net::IpAddr;
 
@@ -8,11 +9,81 @@ use ipnet::IpNet;
 use super::model::{NetAction, NetRule};
 use super::names::HostPattern;
 
-/// What a rule matches: an address range or host names.
+/// What a rule matches: an address range, host names, or every address
+/// of a family.
 #[derive(Debug, Clone)]
 enum Target {
     Net(IpNet),
     Host(HostPattern),
+    Family(i32),
+}
+
+/// Address families by name (linux/socket.h), for `family` rules and the
+/// audit trail.
+const FAMILIES: &[(&str, i32)] = &[
+    ("unspec", libc::AF_UNSPEC),
+    ("unix", libc::AF_UNIX),
+    ("inet", libc::AF_INET),
+    ("ax25", libc::AF_AX25),
+    ("ipx", libc::AF_IPX),
+    ("appletalk", libc::AF_APPLETALK),
+    ("x25", libc::AF_X25),
+    ("inet6", libc::AF_INET6),
+    ("decnet", libc::AF_DECnet),
+    ("key", libc::AF_KEY),
+    ("netlink", libc::AF_NETLINK),
+    ("packet", libc::AF_PACKET),
+    ("rds", libc::AF_RDS),
+    ("pppox", libc::AF_PPPOX),
+    ("llc", libc::AF_LLC),
+    ("ib", libc::AF_IB),
+    ("mpls", libc::AF_MPLS),
+    ("can", libc::AF_CAN),
+    ("tipc", libc::AF_TIPC),
+    ("bluetooth", libc::AF_BLUETOOTH),
+    ("iucv", libc::AF_IUCV),
+    ("rxrpc", libc::AF_RXRPC),
+    ("isdn", libc::AF_ISDN),
+    ("phonet", libc::AF_PHONET),
+    ("ieee802154", libc::AF_IEEE802154),
+    ("caif", libc::AF_CAIF),
+    ("alg", libc::AF_ALG),
+    ("nfc", libc::AF_NFC),
+    ("vsock", libc::AF_VSOCK),
+    ("kcm", 41),
+    ("qipcrtr", 42),
+    ("smc", 43),
+    ("xdp", 44),
+    ("mctp", 45),
+];
+
+/// The name of address family `family` ("vsock"), or its number.
+pub fn family_name(family: i32) -> String {
+    FAMILIES
+        .iter()
+        .find(|(_, f)| *f == family)
+        .map(|(n, _)| (*n).to_string())
+        .unwrap_or_else(|| family.to_string())
+}
+
+/// A `family` rule's value: a name of [`FAMILIES`] or a number below 64
+/// (AF_MAX is 46 today). unix, inet and inet6 have rules of their own
+/// (the path rules, `cidr` and `host`); unspec is no destination.
+fn parse_family(text: &str) -> Result<i32, String> {
+    let f = FAMILIES
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(text.trim()))
+        .map(|(_, f)| *f)
+        .or_else(|| text.trim().parse::<i32>().ok().filter(|f| (0..64).contains(f)))
+        .ok_or_else(|| format!("{text:?} is not an address family (a name such as \"vsock\" or a number)"))?;
+    match f {
+        libc::AF_INET | libc::AF_INET6 => Err(format!("{text:?}: IPv4 and IPv6 destinations take cidr or host rules")),
+        libc::AF_UNIX => Err(format!(
+            "{text:?}: unix addresses are files, which the path rules decide"
+        )),
+        libc::AF_UNSPEC => Err(format!("{text:?} is no destination")),
+        f => Ok(f),
+    }
 }
 
 /// Compiled network rules; the first match decides, else the default.
@@ -42,6 +113,15 @@ impl NetPolicy {
         let mut out = Vec::with_capacity(rules.len());
         for (i, r) in rules.iter().enumerate() {
             let target = match (&r.cidr, &r.host) {
+                _ if r.family.is_some() && (r.cidr.is_some() || r.host.is_some()) => {
+                    return Err((i, "family", "a rule has one of cidr, host or family".into()))
+                }
+                (None, None) if r.family.is_some() => {
+                    if !r.ports.is_empty() {
+                        return Err((i, "ports", "a family rule decides every address of the family".into()));
+                    }
+                    Target::Family(parse_family(r.family.as_deref().unwrap_or("")).map_err(|e| (i, "family", e))?)
+                }
                 (Some(cidr), None) => Target::Net(
                     cidr.parse()
                         .or_else(|_| cidr.parse::<IpAddr>().map(IpNet::from))
@@ -58,7 +138,7 @@ impl NetPolicy {
                     Target::Host(HostPattern::parse(host).map_err(|e| (i, "host", e))?)
                 }
                 (Some(_), Some(_)) => return Err((i, "host", "a rule has either cidr or host, not both".into())),
-                (None, None) => return Err((i, "cidr", "missing: a rule needs cidr or host".into())),
+                (None, None) => return Err((i, "cidr", "missing: a rule needs cidr, host or family".into())),
             };
             if r.ports.contains(&0) {
                 return Err((i, "ports", "port 0 is no destination: list ports 1 to 65535".into()));
@@ -106,7 +186,7 @@ impl NetPolicy {
                             return (*action, Some(i), Some(n));
                         }
                     }
-                    Target::Net(_) => {}
+                    Target::Net(_) | Target::Family(_) => {}
                 }
             }
             (self.default, None, None)
@@ -120,7 +200,10 @@ impl NetPolicy {
                 // compatible ::a.b.c.d, NAT64 64:ff9b::/96): denied if
                 // either reading is.
                 let o = v6.octets();
-                let embedded = (o[..12] == [0; 12] || o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])
+                // :: and ::1 are no IPv4-compatible addresses (RFC 4291
+                // 2.5.5.1): ::1 is the loopback, which a cidr rule names.
+                let compatible = o[..12] == [0; 12] && o[12..] != [0, 0, 0, 0] && o[12..] != [0, 0, 0, 1];
+                let embedded = (compatible || o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])
                     .then(|| IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])));
                 match (one(addr), embedded.map(one)) {
                     (d @ (NetAction::Deny, _, _), _) | (_, Some(d @ (NetAction::Deny, _, _))) => d,
@@ -129,6 +212,21 @@ impl NetPolicy {
             }
             v4 => one(v4),
         }
+    }
+
+    /// The verdict for an address of `family` (not inet, inet6 or unix):
+    /// the first `family` rule naming it, else `None` (the caller applies
+    /// [`Self::default_action`] or its own rule for the family).
+    pub fn decide_family(&self, family: i32) -> Option<(NetAction, usize)> {
+        self.rules.iter().enumerate().find_map(|(i, (t, _, a))| match t {
+            Target::Family(f) if *f == family => Some((*a, i)),
+            _ => None,
+        })
+    }
+
+    /// `net_default`.
+    pub fn default_action(&self) -> NetAction {
+        self.default
     }
 
     /// Whether the container's resolver may look `name` (normalized) up:
@@ -174,6 +272,7 @@ mod tests {
             NetRule {
                 cidr: Some("10.0.0.1".into()),
                 host: None,
+                family: None,
                 ports: vec![443],
                 action: NetAction::Allow,
                 note: None,
@@ -181,6 +280,7 @@ mod tests {
             NetRule {
                 cidr: Some("10.0.0.0/8".into()),
                 host: None,
+                family: None,
                 ports: vec![],
                 action: NetAction::Deny,
                 note: None,
@@ -202,12 +302,49 @@ mod tests {
             "IPv4-compatible"
         );
         assert_eq!(p.decide("::1".parse().unwrap(), 80), NetAction::Allow);
+        // A deny-by-default policy that allows the loopback by cidr: ::1 is
+        // not read as the IPv4-compatible 0.0.0.1.
+        let lo = NetRule {
+            cidr: Some("::1/128".into()),
+            host: None,
+            family: None,
+            ports: vec![],
+            action: NetAction::Allow,
+            note: None,
+        };
+        let p = NetPolicy::compile(&[lo], NetAction::Deny).unwrap();
+        assert_eq!(p.decide("::1".parse().unwrap(), 9), NetAction::Allow);
+        assert_eq!(p.decide("::".parse().unwrap(), 9), NetAction::Deny);
     }
 }
 
 #[cfg(test)]
 mod name_tests {
     use super::*;
+
+    #[test]
+    fn family_rules() {
+        let fam = |f: &str, ports: &[u16]| NetRule {
+            cidr: None,
+            host: None,
+            family: Some(f.into()),
+            ports: ports.to_vec(),
+            action: NetAction::Allow,
+            note: None,
+        };
+        let p = NetPolicy::compile(&[fam("vsock", &[]), fam("31", &[])], NetAction::Deny).unwrap();
+        assert_eq!(p.decide_family(libc::AF_VSOCK), Some((NetAction::Allow, 0)));
+        assert_eq!(p.decide_family(libc::AF_BLUETOOTH), Some((NetAction::Allow, 1)));
+        assert_eq!(p.decide_family(libc::AF_PACKET), None);
+        for bad in ["inet", "inet6", "unix", "unspec", "nope", "64"] {
+            let e = NetPolicy::compile(&[fam(bad, &[])], NetAction::Deny).unwrap_err();
+            assert_eq!((e.0, e.1), (0, "family"), "{bad}");
+        }
+        let e = NetPolicy::compile(&[fam("vsock", &[22])], NetAction::Deny).unwrap_err();
+        assert_eq!(e.1, "ports");
+        assert_eq!(family_name(40), "vsock");
+        assert_eq!(family_name(63), "63");
+    }
 
     #[test]
     fn an_address_as_a_host_and_port_0_are_refused() {
@@ -227,6 +364,7 @@ mod name_tests {
         NetRule {
             cidr: cidr.map(Into::into),
             host: host.map(Into::into),
+            family: None,
             ports: ports.to_vec(),
             action,
             note: None,

@@ -133,7 +133,7 @@ impl Addr {
                     ),
                 }
             }
-            (f, _) => format!("family {f}"),
+            (f, _) => format!("family {f} ({})", crate::policy::family_name(f)),
         }
     }
 }
@@ -152,7 +152,7 @@ const DNS_PORTS: [u16; 2] = [53, 853];
 fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<Option<String>, (i32, String)>) {
     let dest = if send { addr.send_ip() } else { addr.ip() };
     let Some((ip, port)) = dest else {
-        return (addr.describe(), Ok(None));
+        return (addr.describe(), family_verdict(t, addr));
     };
     let sup = t.sup();
     let net = &sup.policy.net;
@@ -190,6 +190,71 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
     }
     let by = which.map(|_| sup.policy.explain_net_rule(rule));
     (detail, Ok(by))
+}
+
+/// The verdict on an address that is no IP destination. unix addresses
+/// are files, which the path rules decide ([`unix_in_root`]); `AF_UNSPEC`
+/// and IPv4/IPv6 addresses too short to be one name no destination (the
+/// kernel dissolves an association or refuses them). Every other family
+/// (vsock, packet, bluetooth, ...) is decided by its `family` rule, else
+/// by `net_default`, never allowed unrecorded; netlink, without a rule,
+/// is allowed: it reaches the kernel of the container's own network
+/// namespace (`ip addr`, getifaddrs), not the network.
+fn family_verdict(t: &(impl Task + ?Sized), addr: &Addr) -> Result<Option<String>, (i32, String)> {
+    let f = addr.family();
+    if matches!(f, libc::AF_UNIX | libc::AF_UNSPEC | libc::AF_INET | libc::AF_INET6) {
+        return Ok(None);
+    }
+    let sup = t.sup();
+    let net = &sup.policy.net;
+    let (action, rule) = match net.decide_family(f) {
+        Some((action, i)) => (action, sup.policy.explain_net_rule(Some(i))),
+        None if f == libc::AF_NETLINK => (
+            NetAction::Allow,
+            "netlink reaches the kernel of the container's own network namespace (a family = \"netlink\" rule \
+             decides otherwise)"
+                .into(),
+        ),
+        None => (
+            net.default_action(),
+            format!(
+                "net_default (no rule names {} addresses)",
+                crate::policy::family_name(f)
+            ),
+        ),
+    };
+    match action {
+        NetAction::Deny => Err((libc::EPERM, rule)),
+        NetAction::Allow => Ok(Some(rule)),
+    }
+}
+
+/// Control messages of sendmsg(2) that change where an IP packet goes or
+/// what routers do with it, by (level, type): IPv4 options (source
+/// routes, `IP_OPTIONS` and its alias `IP_RETOPTS`), IPv6 routing headers
+/// (type 0, type 2 and type 4 segment routing alike), the next hop, and
+/// hop-by-hop and destination options (RFC 3542 and RFC 2292 numbers).
+/// The rules decide on the destination address; these would take the
+/// packet elsewhere, so under network rules they are refused (EPERM).
+const ROUTING_CMSGS: &[(i32, i32, &str)] = &[
+    (libc::IPPROTO_IP, libc::IP_OPTIONS, "IP_OPTIONS"),
+    (libc::IPPROTO_IP, libc::IP_RETOPTS, "IP_RETOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_RTHDR, "IPV6_RTHDR"),
+    (libc::IPPROTO_IPV6, libc::IPV6_2292RTHDR, "IPV6_2292RTHDR"),
+    (libc::IPPROTO_IPV6, libc::IPV6_NEXTHOP, "IPV6_NEXTHOP"),
+    (libc::IPPROTO_IPV6, libc::IPV6_HOPOPTS, "IPV6_HOPOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_2292HOPOPTS, "IPV6_2292HOPOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_DSTOPTS, "IPV6_DSTOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_2292DSTOPTS, "IPV6_2292DSTOPTS"),
+    (libc::IPPROTO_IPV6, libc::IPV6_RTHDRDSTOPTS, "IPV6_RTHDRDSTOPTS"),
+];
+
+/// The name of a routing control message ([`ROUTING_CMSGS`]), if `c` is one.
+fn routing_cmsg(c: &Cmsg) -> Option<&'static str> {
+    ROUTING_CMSGS
+        .iter()
+        .find(|(level, kind, _)| c.level == *level && c.kind == *kind)
+        .map(|(_, _, name)| *name)
 }
 
 /// Our copy of the caller's fd `fd`: ESRCH when the caller is gone,
@@ -769,8 +834,28 @@ fn make_ready(ctx: &dyn Task, msg: Copied, sock: &OwnedFd, creds: &Creds, detail
     }
     let mut held: Vec<OwnedFd> = Vec::new();
     let msgs: Vec<Result<Cmsg, i32>> = cmsgs(&control).collect();
+    // The kernel reads IPv4 control messages on IPv4 and IPv6 sockets (an
+    // IPv6 socket sends to a mapped address as IPv4) and IPv6 ones on IPv6
+    // sockets only; other sockets skip both.
+    let domain = if control.is_empty() {
+        None
+    } else {
+        sockopt_int(sock, libc::SO_DOMAIN)
+    };
+    let read_by_kernel = |c: &Cmsg| match domain {
+        Some(libc::AF_INET) => c.level == libc::IPPROTO_IP,
+        Some(libc::AF_INET6) => true,
+        _ => false,
+    };
     for c in msgs {
         let c = c.map_err(errno)?;
+        if let Some(name) = routing_cmsg(&c).filter(|_| read_by_kernel(&c)) {
+            return Err(
+                Outcome::new(Reply::Errno(libc::EPERM), "deny", format!("{detail} cmsg {name}")).by(Some(format!(
+                    "net: the control message {name} routes the packet past the address the rules decide"
+                ))),
+            );
+        }
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_CREDENTIALS {
             if let Err(e) = own_credentials(ctx, creds, &mut control[c.data.clone()]) {
                 return Err(Outcome::new(
@@ -863,11 +948,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
     let mut by = None;
     // Why the batch stops where it does: the answer when nothing is sent.
     let mut stop: Option<Outcome> = None;
-    let setup = (|| -> Result<(Creds, OwnedFd), i32> {
-        let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
-        let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
-        Ok((creds, sock))
-    })();
+    let setup = caller_socket(ctx);
     let (creds, sock) = match setup {
         Ok(s) => s,
         Err(e) => return Outcome::new(Reply::Errno(e), "allow", "sendmmsg".into()),
@@ -951,6 +1032,19 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         .by(rule);
     }
     Outcome::new(run(ctx), action, detail).by(rule)
+}
+
+/// The caller's credentials and our copy of its socket (argument 0),
+/// looked up as the kernel looks the socket up before anything else: a
+/// file that is no socket is ENOTSOCK, even for an empty batch.
+fn caller_socket(ctx: &dyn Task) -> Result<(Creds, OwnedFd), i32> {
+    let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
+    let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
+    let st = nix::sys::stat::fstat(sock.as_raw_fd()).map_err(|e| e as i32)?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return Err(libc::ENOTSOCK);
+    }
+    Ok((creds, sock))
 }
 
 /// Checks the `struct ucred` (pid, uid, gid: 12 bytes) of an
@@ -1060,6 +1154,48 @@ action = 'deny'
         let (errno, rule) = verdict.unwrap_err();
         assert_eq!(errno, libc::EPERM);
         assert!(rule.contains("10.0.0.0/8"), "{rule}");
+    }
+
+    /// Other families follow their `family` rule, else `net_default`,
+    /// recorded either way; netlink without a rule is allowed; unix and
+    /// AF_UNSPEC are no network destination.
+    #[test]
+    fn other_families_follow_family_rules_and_net_default() {
+        let addr = |family: i32| Addr::from_bytes(&[&(family as u16).to_ne_bytes()[..], &[0u8; 14]].concat()).unwrap();
+        let deny = Fake::new("name = 'd'\nnet_default = 'deny'\n", 0);
+        let (detail, verdict) = check(&deny, &addr(libc::AF_VSOCK), false);
+        assert_eq!(detail, "family 40 (vsock)");
+        assert_eq!(
+            verdict,
+            Err((libc::EPERM, "net_default (no rule names vsock addresses)".into()))
+        );
+        assert!(check(&deny, &addr(libc::AF_NETLINK), true)
+            .1
+            .unwrap()
+            .unwrap()
+            .starts_with("netlink"));
+        assert_eq!(check(&deny, &addr(libc::AF_UNSPEC), false).1, Ok(None));
+        let allow = Fake::new("name = 'a'\n[[net]]\nfamily = 'bluetooth'\naction = 'deny'\n", 0);
+        let (_, verdict) = check(&allow, &addr(libc::AF_BLUETOOTH), true);
+        assert_eq!(verdict.unwrap_err().1, "net[0] bluetooth");
+        let (_, verdict) = check(&allow, &addr(libc::AF_VSOCK), false);
+        assert_eq!(verdict, Ok(Some("net_default (no rule names vsock addresses)".into())));
+    }
+
+    #[test]
+    fn routing_control_messages_are_named() {
+        let c = |level, kind| Cmsg {
+            level,
+            kind,
+            data: 0..0,
+        };
+        assert_eq!(
+            routing_cmsg(&c(libc::IPPROTO_IPV6, libc::IPV6_RTHDR)),
+            Some("IPV6_RTHDR")
+        );
+        assert_eq!(routing_cmsg(&c(libc::IPPROTO_IP, libc::IP_RETOPTS)), Some("IP_RETOPTS"));
+        assert_eq!(routing_cmsg(&c(libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT)), None);
+        assert_eq!(routing_cmsg(&c(libc::SOL_SOCKET, libc::SCM_RIGHTS)), None);
     }
 
     #[test]
