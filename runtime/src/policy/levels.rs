@@ -826,6 +826,13 @@ mod tests {
         ] {
             assert_eq!(k.decide(nr(n), &[0; 6]).0, Action::Emulate, "{n}");
         }
+    }
+
+    /// Other allow-list shapes: readable only beneath, a file mount point,
+    /// the mounts alone, the user's choice of the supervisor.
+    #[test]
+    fn other_allow_lists_choose_their_levels() {
+        let kfs = kernel_fs();
         // Readable only beneath: a deny base, a read-only grant.
         let r = user(&[("/bin/**", "read-only"), ("/data/rw/**", "allow"), ("/**", "deny")]);
         let plan = r.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(3)));
@@ -849,7 +856,7 @@ mod tests {
         let plan = mounts_only.plan_at(Enforcement::Kernel, &site(&kfs, &dirs, Some(7)));
         assert!(plan.all_kernel && plan.landlock.is_none());
         assert!(
-            !p.plan_at(Enforcement::Supervisor, &site(&kfs, &dirs, Some(7)))
+            !r.plan_at(Enforcement::Supervisor, &site(&kfs, &dirs, Some(7)))
                 .all_kernel
         );
     }
