@@ -298,6 +298,32 @@ pub const COMPILEALL_DIRS: &[&str] = &[
 /// Files in the tarball of the tar workload.
 pub const TAR_FILES: usize = 3000;
 
+/// Source files of the C project the `c-build` workload builds.
+pub const C_FILES: usize = 50;
+
+/// Writes a C project of [`C_FILES`] files and a Makefile into `dir`:
+/// `f1.c` .. `f49.c` each defining a function, `main.c` calling them all.
+fn make_c_project(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut main = String::from("#include <stdio.h>\n");
+    let mut calls = String::new();
+    for i in 1..C_FILES {
+        std::fs::write(
+            dir.join(format!("f{i}.c")),
+            format!("#include <string.h>\nint f{i}(void) {{ return (int)strlen(\"{i}\") + {i}; }}\n"),
+        )?;
+        main.push_str(&format!("int f{i}(void);\n"));
+        calls.push_str(&format!("    s += f{i}();\n"));
+    }
+    main.push_str(&format!("int main(void) {{\n    int s = 0;\n{calls}    printf(\"%d\\n\", s);\n    return 0;\n}}\n"));
+    std::fs::write(dir.join("main.c"), main)?;
+    std::fs::write(
+        dir.join("Makefile"),
+        "OBJS := $(patsubst %.c,%.o,$(wildcard *.c))\nprog: $(OBJS)\n\tgcc -o $@ $^\n%.o: %.c\n\tgcc -O1 -c -o $@ $<\n",
+    )?;
+    Ok(())
+}
+
 impl Env {
     /// Checks the prerequisites and builds the private bundles and probes.
     pub fn setup(
@@ -377,6 +403,7 @@ impl Env {
         std::fs::copy(&loop_bin, srv.join("loop"))?;
         std::fs::write(srv.join("stdlib_work.py"), STDLIB_WORK)?;
         make_tarball(&tmp.join("tarsrc"), &srv.join("files.tar"))?;
+        make_c_project(&srv.join("cproj"))?;
 
         // Policy: default, plus getppid audited (a round trip answered CONTINUE).
         let pol = tmp.join("policies");

@@ -1,6 +1,6 @@
 //! Workloads (section 3) in the python bundle: python3 startup, a stdlib-heavy
-//! script, `tar -x` of small files, `python3 -m compileall`; cordon against
-//! runc. The time inside the container is taken by `/srv/loop time` (the
+//! script, `tar -x` of small files, `python3 -m compileall`, `make -j2` of a
+//! C project; cordon against runc. The time inside the container is taken by `/srv/loop time` (the
 //! workload alone); the whole `run` is shown too.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::charts::{self, Bar, Marker};
-use crate::env::{Env, Image, Runtime, COMPILEALL_DIRS, TAR_FILES};
+use crate::env::{Env, Image, Runtime, COMPILEALL_DIRS, C_FILES, TAR_FILES};
 use crate::proc;
 use crate::report::{num, table, SectionOut, Target};
 use crate::stats::{self, Summary};
@@ -55,6 +55,12 @@ fn workloads() -> Vec<Workload> {
             args: compile,
             // .pyc files go to the tmpfs; the rootfs is read-only.
             env: vec!["PYTHONPYCACHEPREFIX=/tmp/pycache"],
+        },
+        Workload {
+            key: "c-build",
+            title: format!("make -j2 of a C project of {C_FILES} files (gcc -O1) in tmpfs"),
+            args: v(&["sh", "-c", "cp -r /srv/cproj /tmp/c && make -s -j2 -C /tmp/c"]),
+            env: vec![],
         },
     ]
 }
@@ -346,7 +352,7 @@ fn obstacle(key: &str, permissive: Option<f64>, filtered: Option<f64>) -> String
     // Under the default policy the path rules are enforced by the
     // container's mounts: no file call reaches the supervisor.
     let what = match key {
-        "python-startup" | "tar-x" | "compileall" => {
+        "python-startup" | "tar-x" | "compileall" | "c-build" => {
             "no file call of it reaches the supervisor under the default policy (its path rules are enforced by \
              the container's mounts): what remains is every syscall's pass through a seccomp filter, and noise"
         }
