@@ -137,8 +137,10 @@ pub struct ForkArgs {
     pub bundle: Option<std::path::PathBuf>,
 }
 
-pub fn fork(rt: &Runtime, a: ForkArgs) -> anyhow::Result<i32> {
-    rt.fork(&a.container_id, &a.name, &a.new_id, a.bundle.as_deref())?;
+/// `policy`: the global `--policy`, which for a fork may only narrow the
+/// parent's policy.
+pub fn fork(rt: &Runtime, a: ForkArgs, policy: Option<&str>) -> anyhow::Result<i32> {
+    rt.fork(&a.container_id, &a.name, &a.new_id, a.bundle.as_deref(), policy)?;
     Ok(0)
 }
 

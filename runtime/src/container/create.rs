@@ -64,6 +64,20 @@ pub struct CreateOptions {
     /// name and the TOML text of its `policy.toml`, used instead of choosing
     /// and loading one again (a policy file changed since changes nothing).
     pub fixed_policy: Option<(String, String)>,
+    /// (fork) The platform and enforcement level of the container forked
+    /// from, used instead of what the bundle's annotations or the runtime
+    /// config choose: a fork is never weaker than its parent.
+    pub inherit: Option<Inherited>,
+}
+
+/// What a fork keeps of its parent besides the policy (its admin-gated
+/// choices).
+#[derive(Debug, Clone)]
+pub struct Inherited {
+    /// The parent's platform name.
+    pub platform: String,
+    /// The parent's enforcement level.
+    pub enforcement: crate::policy::Enforcement,
 }
 
 /// Options of `exec`.
@@ -103,9 +117,16 @@ impl Runtime {
     /// The policy, platform and enforcement level a container runs with:
     /// its annotations where the runtime config's `[annotations]` gate
     /// lets it choose, else the runtime config (and global flags).
-    fn choose(&self, spec: &Spec) -> Result<crate::annotations::Choice> {
+    /// A fork's platform and enforcement level are its parent's
+    /// (`opts.inherit`).
+    fn choose(&self, spec: &Spec, opts: &CreateOptions) -> Result<crate::annotations::Choice> {
         let ann = spec.annotations().clone().unwrap_or_default();
-        Ok(self.config.annotations.choose(&ann, &self.config)?)
+        let mut choice = self.config.annotations.choose(&ann, &self.config)?;
+        if let Some(i) = &opts.inherit {
+            choice.platform = i.platform.clone();
+            choice.enforcement = i.enforcement;
+        }
+        Ok(choice)
     }
 
     /// Creates container `opts.id` (`runc create`): validates the input,
@@ -129,7 +150,7 @@ impl Runtime {
             enforcement,
             overlay,
             policy_from_annotation,
-        } = self.choose(&spec)?;
+        } = self.choose(&spec, opts)?;
         let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
         let (policy_name, full) = match &opts.fixed_policy {
             Some((name, text)) => (name.clone(), Policy::from_toml(text, name)?),
@@ -203,10 +224,19 @@ impl Runtime {
             (platform, fallback),
             (prog, bundle_filter),
         );
-        if result.is_err() {
-            self.undo_create(opts, layer.as_ref().map(|(l, _)| l));
+        match &result {
+            Ok(_) => self.record_level(&opts.id, enforcement),
+            Err(_) => self.undo_create(opts, layer.as_ref().map(|(l, _)| l)),
         }
         result
+    }
+
+    /// Records the enforcement level chosen for container `id`, which a
+    /// fork or a restore keeps.
+    fn record_level(&self, id: &str, level: crate::policy::Enforcement) {
+        let mut meta = self.meta(id);
+        meta.level = Some(level.name().to_string());
+        let _ = self.save_meta(id, &meta);
     }
 
     /// [`Self::prepare_layer`], recorded in meta.json at once: a create
@@ -333,6 +363,7 @@ impl Runtime {
             trace: self.config.trace,
             layer: layer.map(|(l, _)| l.base.clone()),
             lower: layer.map(|(_, lower)| lower.clone()),
+            level: None,
         };
         // The view files exist before the supervisor starts: it marks the
         // dynamic ones as it starts up.

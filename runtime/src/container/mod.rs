@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use libcontainer::container::{Container, ContainerStatus};
 use serde::{Deserialize, Serialize};
 
-pub use create::{plan_for_bundle, CreateOptions, ExecOptions, StdioFds};
+pub use create::{plan_for_bundle, CreateOptions, ExecOptions, Inherited, StdioFds};
 
 use crate::config::RuntimeConfig;
 
@@ -308,6 +308,10 @@ pub struct Meta {
     /// The overlay's lower layer (the bundle's rootfs, resolved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lower: Option<PathBuf>,
+    /// The enforcement level chosen at create (`kernel` or `supervisor`:
+    /// `org.cordon.enforcement`, else `kernel`), which a fork keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
 }
 
 /// The OCI state of a container, as `runc state` prints it.
