@@ -945,3 +945,127 @@ fn a_restore_keeps_the_policy_of_create() {
     assert_eq!(w.sh(&id, probe).trim(), "1", "refused after a restore, the file gone");
     w.delete_and_check(&id);
 }
+
+/// What [`a_fork_is_never_weaker_than_its_parent`] asks inside a
+/// container: a connect to a denied address, a read of a denied file, a
+/// write beneath a read-only directory.
+const DENIALS: &str = "probe connect 127.0.0.2 80; \
+    cat /etc/shadow >/dev/null 2>&1 && echo read || echo denied; \
+    (echo x > /etc/x) 2>/dev/null && echo wrote || echo refused";
+
+/// A fork runs under its parent's policy fixed at create (not the runtime
+/// config's), with its platform and enforcement level; `fork --policy P`
+/// is accepted only when P narrows the parent's, and a looser one is
+/// refused in one line naming the rule.
+#[test]
+fn a_fork_is_never_weaker_than_its_parent() {
+    let w = World::busybox();
+    let rules = "[[net]]\ncidr = \"127.0.0.2/32\"\naction = \"deny\"\n\
+                 [[path]]\npattern = \"/etc/shadow\"\naccess = \"deny\"\n\
+                 [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n";
+    let file = w.data.path().join("ws.toml");
+    std::fs::write(&file, format!("name = \"ws\"\nextends = \"default\"\n{rules}")).unwrap();
+    let narrower = w.data.path().join("narrower.toml");
+    std::fs::write(
+        &narrower,
+        format!(
+            "name = \"narrower\"\nextends = \"default\"\n[[net]]\ncidr = \"127.0.0.3/32\"\naction = \"deny\"\n{rules}"
+        ),
+    )
+    .unwrap();
+    let file_s = file.to_string_lossy().into_owned();
+    let id = unique("ag");
+    let (fork, same, narrow, loose) = (
+        unique("ag-fork"),
+        unique("ag-same"),
+        unique("ag-narrow"),
+        unique("ag-loose"),
+    );
+    w.env.write();
+    let b = w.env.bundle.path().to_string_lossy().into_owned();
+    ok(&w.cordon(&["--policy", &file_s, "run", "-d", "--overlay", "-b", &b, &id]));
+    w.wait_running(&id);
+    // A file to deny, written from the host through the overlay.
+    std::fs::write(w.layer(&id).join("merged/etc/shadow"), "root:x:\n").unwrap();
+    let denied = "err EPERM\ndenied\nrefused\n";
+    assert_eq!(w.sh(&id, DENIALS), denied, "the parent's denials");
+    ok(&w.cordon(&["checkpoint", &id]));
+
+    ok(&w.cordon(&["fork", &id, "cp1", &fork]));
+    w.wait_running(&fork);
+    assert_eq!(
+        w.sh(&fork, DENIALS),
+        denied,
+        "every denial of the parent holds in the fork"
+    );
+    let (parent, child) = (w.env.state(&id), w.env.state(&fork));
+    assert_eq!(child["annotations"]["org.cordon.policy"], file_s.as_str());
+    for key in ["org.cordon.policy", "org.cordon.platform", "org.cordon.enforcement"] {
+        assert_eq!(child["annotations"][key], parent["annotations"][key], "{key}");
+    }
+
+    let e = w.fails(&["--policy", "default", "fork", &id, "cp1", &loose]);
+    assert!(e.contains("refused") && e.contains("/etc/shadow"), "{e}");
+    assert!(!w.env.root.path().join(&loose).exists());
+    assert!(!w.layer(&loose).exists(), "nothing of a refused fork is left");
+
+    ok(&w.cordon(&["--policy", &file_s, "fork", &id, "cp1", &same]));
+    w.wait_running(&same);
+    assert_eq!(w.sh(&same, DENIALS), denied, "the same policy again");
+    let narrower_s = narrower.to_string_lossy().into_owned();
+    ok(&w.cordon(&["--policy", &narrower_s, "fork", &id, "cp1", &narrow]));
+    w.wait_running(&narrow);
+    assert_eq!(
+        w.sh(&narrow, DENIALS),
+        denied,
+        "a narrower policy keeps the parent's denials"
+    );
+    assert_eq!(
+        w.sh(&narrow, "probe connect 127.0.0.3 80"),
+        "err EPERM\n",
+        "and adds its own"
+    );
+    assert_eq!(
+        w.env.state(&narrow)["annotations"]["org.cordon.policy"],
+        narrower_s.as_str()
+    );
+
+    for c in [&narrow, &same, &fork] {
+        ok(&w.cordon(&["delete", "--force", c]));
+    }
+    for c in [&id, &narrow, &same, &fork] {
+        w.delete_and_check(c);
+    }
+}
+
+/// Forks of one checkpoint run at once: the parent's lock is shared by
+/// forks and held only while the checkpoint's files are linked.
+#[test]
+fn ten_forks_of_one_checkpoint_at_once_all_run() {
+    let w = World::busybox();
+    let id = unique("many");
+    w.run_detached(&id, &["--overlay"]);
+    w.sh(&id, "echo base > /base");
+    ok(&w.cordon(&["checkpoint", &id]));
+    let forks: Vec<String> = (0..10).map(|i| unique(&format!("many-{i}"))).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = forks
+            .iter()
+            .map(|f| s.spawn(|| w.cordon(&["fork", &id, "cp1", f])))
+            .collect();
+        for (h, f) in handles.into_iter().zip(&forks) {
+            let out = h.join().unwrap();
+            assert!(out.status.success(), "fork {f}: {}", stderr(&out));
+        }
+    });
+    for f in &forks {
+        w.wait_running(f);
+        assert_eq!(w.sh(f, "cat /base"), "base\n", "{f} runs on the checkpoint's files");
+    }
+    for f in &forks {
+        ok(&w.cordon(&["delete", "--force", f]));
+    }
+    for c in [&id].into_iter().chain(&forks) {
+        w.delete_and_check(c);
+    }
+}
