@@ -335,9 +335,28 @@ fn bad_input_gets_one_clear_line() {
             unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) },
             0
         );
+        // The error names the operation: here the last one cordon ran
+        // with the lock held exclusively (a checkpoint rm).
         let e = w.fails(&["checkpoint", &id]);
-        assert!(e.contains("another checkpoint"), "{e}");
-        assert!(w.fails(&["restore", &id, "cp1"]).contains("another checkpoint"));
+        assert!(
+            e.contains("checkpoint of container") && e.contains("while a checkpoint rm of it is running"),
+            "{e}"
+        );
+        let e = w.fails(&["restore", &id, "cp1"]);
+        assert!(e.contains("restore of container") && e.contains("is running"), "{e}");
+        let e = w.fails(&["fork", &id, "cp1", &unique("bad-fork")]);
+        assert!(e.contains("fork of container") && e.contains("is running"), "{e}");
+    }
+    {
+        // A fork holds the lock shared: checkpoints wait, forks do not.
+        let f = std::fs::File::open(w.layer(&id).join("lock")).unwrap();
+        // SAFETY: flock on an fd this test owns.
+        assert_eq!(
+            unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_SH) },
+            0
+        );
+        let e = w.fails(&["checkpoint", &id]);
+        assert!(e.contains("while a fork of it is running"), "{e}");
     }
     let entries: Vec<String> = std::fs::read_dir(w.layer(&id).join("checkpoints"))
         .unwrap()
