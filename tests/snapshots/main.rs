@@ -1088,3 +1088,55 @@ fn ten_forks_of_one_checkpoint_at_once_all_run() {
         w.delete_and_check(c);
     }
 }
+
+/// A fork of a container whose bundle names its cgroup (`cgroupsPath`,
+/// as engines and the bench write it) gets a cgroup of its own next to
+/// the parent's, and keeps it across a restore: `delete --force` of the
+/// fork leaves the parent running.
+#[test]
+fn a_fork_of_a_bundle_naming_its_cgroup_gets_its_own() {
+    let mut w = World::busybox();
+    let id = unique("cg");
+    let (fork, grandchild) = (unique("cg-fork"), unique("cg-fork2"));
+    w.env.config["linux"]["cgroupsPath"] = format!("/cordon-test/{id}").into();
+    w.run_detached(&id, &["--overlay"]);
+    ok(&w.cordon(&["checkpoint", &id]));
+    ok(&w.cordon(&["fork", &id, "cp1", &fork]));
+    w.wait_running(&fork);
+    ok(&w.cordon(&["checkpoint", &fork]));
+    ok(&w.cordon(&["fork", &fork, "cp1", &grandchild]));
+    w.wait_running(&grandchild);
+    ok(&w.cordon(&["restore", &fork, "cp1"]));
+    w.wait_running(&fork);
+    let cgroup = |c: &str| {
+        let pid = w.env.state(c)["pid"].as_i64().unwrap();
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(":pids:") || l.starts_with("0::"))
+            .unwrap()
+            .to_string();
+        line.rsplit(':').next().unwrap().to_string()
+    };
+    assert!(cgroup(&id).ends_with(&format!("/cordon-test/{id}")), "{}", cgroup(&id));
+    assert!(
+        cgroup(&fork).ends_with(&format!("/cordon-test/{fork}")),
+        "{}",
+        cgroup(&fork)
+    );
+    assert!(
+        cgroup(&grandchild).ends_with(&format!("/cordon-test/{grandchild}")),
+        "{}",
+        cgroup(&grandchild)
+    );
+    ok(&w.cordon(&["delete", "--force", &fork]));
+    ok(&w.cordon(&["delete", "--force", &grandchild]));
+    assert_eq!(
+        w.env.state(&id)["status"],
+        "running",
+        "the parent outlives its forks' deletion"
+    );
+    for c in [&id, &fork, &grandchild] {
+        w.delete_and_check(c);
+    }
+}

@@ -28,6 +28,7 @@ pub fn create(rt: &Runtime, args: super::CreateArgs) -> anyhow::Result<i32> {
         reuse_layer: None,
         fixed_policy: None,
         inherit: None,
+        cgroups_path: None,
     })
     .map_err(|e| name_missing_caps(e.into(), &asked))?;
     Ok(0)
@@ -81,6 +82,7 @@ pub fn run(rt: &Runtime, args: super::RunArgs) -> anyhow::Result<i32> {
             reuse_layer: None,
             fixed_policy: None,
             inherit: None,
+            cgroups_path: None,
         })
         .map_err(|e| name_missing_caps(e.into(), &asked))?;
     // Block signals before the init can exit (it waits for start), so its

@@ -68,6 +68,9 @@ pub struct CreateOptions {
     /// from, used instead of what the bundle's annotations or the runtime
     /// config choose: a fork is never weaker than its parent.
     pub inherit: Option<Inherited>,
+    /// (fork) The container's cgroup, instead of the bundle's
+    /// `linux.cgroupsPath` (which names the parent's).
+    pub cgroups_path: Option<PathBuf>,
 }
 
 /// What a fork keeps of its parent besides the policy (its admin-gated
@@ -253,6 +256,7 @@ impl Runtime {
             bundle: bundle.to_path_buf(),
             layer: Some(l.0.base.clone()),
             lower: Some(l.1.clone()),
+            cgroups_path: opts.cgroups_path.clone(),
             ..Default::default()
         };
         if let Err(e) = self.save_meta(&opts.id, &meta) {
@@ -280,7 +284,7 @@ impl Runtime {
             let _ = c.delete(true);
         }
         let _ = std::fs::remove_dir_all(self.root.join(&opts.id));
-        self.remove_cgroup_when_empty(&opts.id, &opts.bundle);
+        self.remove_cgroup_when_empty(&opts.id, &opts.bundle, opts.cgroups_path.as_deref());
         if let Some(l) = layer {
             if opts.reuse_layer.is_some() {
                 l.unmount();
@@ -344,7 +348,7 @@ impl Runtime {
             None
         };
         let build_bundle = self.shadow_bundle(
-            &opts.id,
+            opts,
             bundle,
             spec.clone(),
             resolver.as_ref().map(|(_, m)| m.clone()),
@@ -364,6 +368,7 @@ impl Runtime {
             layer: layer.map(|(l, _)| l.base.clone()),
             lower: layer.map(|(_, lower)| lower.clone()),
             level: None,
+            cgroups_path: opts.cgroups_path.clone(),
         };
         // The view files exist before the supervisor starts: it marks the
         // dynamic ones as it starts up.
@@ -508,7 +513,7 @@ impl Runtime {
     /// mount).
     fn shadow_bundle(
         &self,
-        id: &str,
+        opts: &CreateOptions,
         bundle: &Path,
         mut spec: Spec,
         extra: Option<oci_spec::runtime::Mount>,
@@ -520,11 +525,15 @@ impl Runtime {
         let no_cgroups_path = linux.cgroups_path().is_none();
         let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
-        if !no_cgroups_path && !has_seccomp && !sourceless && extra.is_none() && rootfs.is_none() {
+        let own_cgroup = opts.cgroups_path.is_some();
+        if !no_cgroups_path && !has_seccomp && !sourceless && extra.is_none() && rootfs.is_none() && !own_cgroup {
             return Ok(bundle.to_path_buf());
         }
+        let id = opts.id.as_str();
         let mut linux = linux.clone();
-        if no_cgroups_path {
+        if let Some(cg) = &opts.cgroups_path {
+            linux.set_cgroups_path(Some(cg.clone()));
+        } else if no_cgroups_path {
             let cg = if self.systemd_cgroup {
                 format!("system.slice:cordon:{id}")
             } else {

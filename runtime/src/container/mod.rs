@@ -312,6 +312,11 @@ pub struct Meta {
     /// `org.cordon.enforcement`, else `kernel`), which a fork keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<String>,
+    /// The container's cgroup when cordon chose it instead of the
+    /// bundle's `linux.cgroupsPath` (a fork of a container whose bundle
+    /// names one: its own cgroup next to the parent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups_path: Option<PathBuf>,
 }
 
 /// The OCI state of a container, as `runc state` prints it.
@@ -595,7 +600,8 @@ impl Runtime {
     /// bundle without (`/cordon/<id>`). Best effort.
     fn kill_cgroup_of(&self, id: &str) {
         use libcgroups::common::CgroupManager;
-        let Some(manager) = self.cgroup_manager_of(id, &self.meta(id).bundle) else {
+        let meta = self.meta(id);
+        let Some(manager) = self.cgroup_manager_of(id, &meta.bundle, meta.cgroups_path.as_deref()) else {
             return;
         };
         for _ in 0..100 {
@@ -611,12 +617,20 @@ impl Runtime {
         let _ = manager.remove();
     }
 
-    /// The cgroup manager of container `id` whose bundle is `bundle`: its
+    /// The cgroup manager of container `id` whose bundle is `bundle`:
+    /// `chosen` (cordon's choice, [`Meta::cgroups_path`]), else its
     /// config.json's `linux.cgroupsPath`, else the default path.
-    fn cgroup_manager_of(&self, id: &str, bundle: &Path) -> Option<libcgroups::common::AnyCgroupManager> {
-        let named = oci_spec::runtime::Spec::load(bundle.join("config.json"))
-            .ok()
-            .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()));
+    fn cgroup_manager_of(
+        &self,
+        id: &str,
+        bundle: &Path,
+        chosen: Option<&Path>,
+    ) -> Option<libcgroups::common::AnyCgroupManager> {
+        let named = chosen.map(Path::to_path_buf).or_else(|| {
+            oci_spec::runtime::Spec::load(bundle.join("config.json"))
+                .ok()
+                .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()))
+        });
         let path = named.unwrap_or_else(|| {
             PathBuf::from(if self.systemd_cgroup {
                 format!("system.slice:cordon:{id}")
@@ -637,9 +651,9 @@ impl Runtime {
     /// exiting; on the ptrace platform its tracer sees it exit first) are
     /// gone, waiting for them up to about 2 s. It kills nothing: the
     /// cgroup may not be the create's own.
-    pub(crate) fn remove_cgroup_when_empty(&self, id: &str, bundle: &Path) {
+    pub(crate) fn remove_cgroup_when_empty(&self, id: &str, bundle: &Path, chosen: Option<&Path>) {
         use libcgroups::common::CgroupManager;
-        let Some(manager) = self.cgroup_manager_of(id, bundle) else {
+        let Some(manager) = self.cgroup_manager_of(id, bundle, chosen) else {
             return;
         };
         for _ in 0..40 {

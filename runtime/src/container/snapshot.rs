@@ -1547,6 +1547,7 @@ impl super::Runtime {
                 reuse_layer: Some(layer.base.clone()),
                 fixed_policy,
                 inherit: inherited(&meta),
+                cgroups_path: meta.cgroups_path.clone(),
                 ..Default::default()
             })
             .map_err(|e| {
@@ -1602,6 +1603,7 @@ impl super::Runtime {
                 lower.display()
             )));
         }
+        let cgroups_path = fork_cgroup(&spec, &meta, new_id);
         let new = Layer::new(&self.config.data_dir, new_id);
         {
             let _guard = layer.lock(id, "fork", false)?;
@@ -1617,6 +1619,7 @@ impl super::Runtime {
             reuse_layer: Some(new.base.clone()),
             fixed_policy: Some(fixed_policy),
             inherit: inherited(&meta),
+            cgroups_path,
             ..Default::default()
         });
         let mut c = match created {
@@ -1664,6 +1667,32 @@ impl super::Runtime {
         let text = toml::to_string_pretty(&candidate.source).map_err(Error::RenderPolicy)?;
         Ok((asked.to_string(), text))
     }
+}
+
+/// The cgroup of fork `new_id` whose bundle's config is `spec`, when
+/// that names its parent's cgroup (the parent's bundle's
+/// `linux.cgroupsPath`, or the cgroup cordon chose for a parent that is
+/// a fork itself): a cgroup of its own next to it, named by the fork's
+/// id (`/p/parent` gives `/p/new_id`, systemd's `slice:prefix:parent`
+/// gives `slice:prefix:new_id`). Two containers in one cgroup would
+/// share their limits, and `delete --force` of one would kill the other.
+/// `None` (the bundle's own, or the default `/cordon/<id>`) otherwise.
+fn fork_cgroup(spec: &oci_spec::runtime::Spec, meta: &super::Meta, new_id: &str) -> Option<PathBuf> {
+    let named = |s: &oci_spec::runtime::Spec| s.linux().as_ref().and_then(|l| l.cgroups_path().clone());
+    let cg = named(spec)?;
+    let parents = oci_spec::runtime::Spec::load(meta.bundle.join("config.json"))
+        .ok()
+        .and_then(|s| named(&s));
+    if parents.as_ref() != Some(&cg) && meta.cgroups_path.as_ref() != Some(&cg) {
+        return None;
+    }
+    let text = cg.to_string_lossy();
+    if !text.starts_with('/') {
+        if let Some((head, _)) = text.rsplit_once(':') {
+            return Some(format!("{head}:{new_id}").into());
+        }
+    }
+    Some(cg.parent().unwrap_or(Path::new("/")).join(new_id))
 }
 
 /// What a restore or a fork keeps of container `meta`'s create: its
