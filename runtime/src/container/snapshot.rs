@@ -10,6 +10,8 @@
 //! ```text
 //! <data_dir>/containers/<id>/
 //!     lock                  flock(2): one checkpoint, rm or restore at a time
+//!                           (exclusive, its name written in it), or forks
+//!                           linking a checkpoint's files (shared)
 //!     upper/ work/          overlayfs upperdir and workdir
 //!     lower/                (a fork) the checkpoint it started from, as a
 //!                           read-only layer of hard links over the rootfs
