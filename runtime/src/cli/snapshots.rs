@@ -122,7 +122,8 @@ pub struct RestoreArgs {
     detach: bool,
 }
 
-/// `fork` arguments.
+/// `fork` arguments. The fork runs under its parent's policy fixed at
+/// create; the global `--policy` is taken only when it narrows that.
 #[derive(Args, Debug)]
 pub struct ForkArgs {
     /// Container id
