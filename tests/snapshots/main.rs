@@ -1140,3 +1140,46 @@ fn a_fork_of_a_bundle_naming_its_cgroup_gets_its_own() {
         w.delete_and_check(c);
     }
 }
+
+/// Checkpoints and restores of different containers never wait for each
+/// other: each container's layer has its own lock.
+#[test]
+fn checkpoints_and_restores_of_different_containers_run_at_once() {
+    let w = World::busybox();
+    let ids: Vec<String> = (0..3).map(|i| unique(&format!("apart-{i}"))).collect();
+    for id in &ids {
+        w.run_detached(id, &["--overlay"]);
+        w.sh(id, "echo one > /f");
+    }
+    let w = &w;
+    let all = |args: &dyn Fn(&str) -> Vec<String>| {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ids
+                .iter()
+                .map(|id| {
+                    let a = args(id);
+                    s.spawn(move || w.cordon(&a.iter().map(String::as_str).collect::<Vec<_>>()))
+                })
+                .collect();
+            for h in handles {
+                let out = h.join().unwrap();
+                assert!(out.status.success(), "{}", stderr(&out));
+            }
+        })
+    };
+    all(&|id| vec!["checkpoint".into(), id.into()]);
+    for id in &ids {
+        w.sh(id, "echo two > /f");
+    }
+    all(&|id| vec!["restore".into(), id.into(), "cp1".into()]);
+    for id in &ids {
+        w.wait_running(id);
+        assert_eq!(w.sh(id, "cat /f"), "one\n", "{id}");
+    }
+    for id in &ids {
+        ok(&w.cordon(&["delete", "--force", id]));
+    }
+    for id in &ids {
+        w.delete_and_check(id);
+    }
+}
