@@ -1139,6 +1139,12 @@ fn a_fork_of_a_bundle_naming_its_cgroup_gets_its_own() {
     for c in [&id, &fork, &grandchild] {
         w.delete_and_check(c);
     }
+    // The parent cgroup the bundle named, once empty (v2, and each v1
+    // hierarchy); another test's container may still be in it.
+    let roots = std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten().map(|e| e.path());
+    for dir in roots.chain([PathBuf::from("/sys/fs/cgroup")]) {
+        let _ = std::fs::remove_dir(dir.join("cordon-test"));
+    }
 }
 
 /// Checkpoints and restores of different containers never wait for each
