@@ -315,7 +315,9 @@ fn make_c_project(dir: &Path) -> anyhow::Result<()> {
         main.push_str(&format!("int f{i}(void);\n"));
         calls.push_str(&format!("    s += f{i}();\n"));
     }
-    main.push_str(&format!("int main(void) {{\n    int s = 0;\n{calls}    printf(\"%d\\n\", s);\n    return 0;\n}}\n"));
+    main.push_str(&format!(
+        "int main(void) {{\n    int s = 0;\n{calls}    printf(\"%d\\n\", s);\n    return 0;\n}}\n"
+    ));
     std::fs::write(dir.join("main.c"), main)?;
     std::fs::write(
         dir.join("Makefile"),

@@ -335,9 +335,28 @@ fn bad_input_gets_one_clear_line() {
             unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) },
             0
         );
+        // The error names the operation: here the last one cordon ran
+        // with the lock held exclusively (a checkpoint rm).
         let e = w.fails(&["checkpoint", &id]);
-        assert!(e.contains("another checkpoint"), "{e}");
-        assert!(w.fails(&["restore", &id, "cp1"]).contains("another checkpoint"));
+        assert!(
+            e.contains("checkpoint of container") && e.contains("while a checkpoint rm of it is running"),
+            "{e}"
+        );
+        let e = w.fails(&["restore", &id, "cp1"]);
+        assert!(e.contains("restore of container") && e.contains("is running"), "{e}");
+        let e = w.fails(&["fork", &id, "cp1", &unique("bad-fork")]);
+        assert!(e.contains("fork of container") && e.contains("is running"), "{e}");
+    }
+    {
+        // A fork holds the lock shared: checkpoints wait, forks do not.
+        let f = std::fs::File::open(w.layer(&id).join("lock")).unwrap();
+        // SAFETY: flock on an fd this test owns.
+        assert_eq!(
+            unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_SH) },
+            0
+        );
+        let e = w.fails(&["checkpoint", &id]);
+        assert!(e.contains("while a fork of it is running"), "{e}");
     }
     let entries: Vec<String> = std::fs::read_dir(w.layer(&id).join("checkpoints"))
         .unwrap()
@@ -944,4 +963,229 @@ fn a_restore_keeps_the_policy_of_create() {
     w.wait_running(&id);
     assert_eq!(w.sh(&id, probe).trim(), "1", "refused after a restore, the file gone");
     w.delete_and_check(&id);
+}
+
+/// What [`a_fork_is_never_weaker_than_its_parent`] asks inside a
+/// container: a connect to a denied address, a read of a denied file, a
+/// write beneath a read-only directory.
+const DENIALS: &str = "probe connect 127.0.0.2 80; \
+    cat /etc/shadow >/dev/null 2>&1 && echo read || echo denied; \
+    (echo x > /etc/x) 2>/dev/null && echo wrote || echo refused";
+
+/// A fork runs under its parent's policy fixed at create (not the runtime
+/// config's), with its platform and enforcement level; `fork --policy P`
+/// is accepted only when P narrows the parent's, and a looser one is
+/// refused in one line naming the rule.
+#[test]
+fn a_fork_is_never_weaker_than_its_parent() {
+    let w = World::busybox();
+    let rules = "[[net]]\ncidr = \"127.0.0.2/32\"\naction = \"deny\"\n\
+                 [[path]]\npattern = \"/etc/shadow\"\naccess = \"deny\"\n\
+                 [[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n";
+    let file = w.data.path().join("ws.toml");
+    std::fs::write(&file, format!("name = \"ws\"\nextends = \"default\"\n{rules}")).unwrap();
+    let narrower = w.data.path().join("narrower.toml");
+    std::fs::write(
+        &narrower,
+        format!(
+            "name = \"narrower\"\nextends = \"default\"\n[[net]]\ncidr = \"127.0.0.3/32\"\naction = \"deny\"\n{rules}"
+        ),
+    )
+    .unwrap();
+    let file_s = file.to_string_lossy().into_owned();
+    let id = unique("ag");
+    let (fork, same, narrow, loose) = (
+        unique("ag-fork"),
+        unique("ag-same"),
+        unique("ag-narrow"),
+        unique("ag-loose"),
+    );
+    w.env.write();
+    let b = w.env.bundle.path().to_string_lossy().into_owned();
+    ok(&w.cordon(&["--policy", &file_s, "run", "-d", "--overlay", "-b", &b, &id]));
+    w.wait_running(&id);
+    // A file to deny, written from the host through the overlay.
+    std::fs::write(w.layer(&id).join("merged/etc/shadow"), "root:x:\n").unwrap();
+    let denied = "err EPERM\ndenied\nrefused\n";
+    assert_eq!(w.sh(&id, DENIALS), denied, "the parent's denials");
+    ok(&w.cordon(&["checkpoint", &id]));
+
+    ok(&w.cordon(&["fork", &id, "cp1", &fork]));
+    w.wait_running(&fork);
+    assert_eq!(
+        w.sh(&fork, DENIALS),
+        denied,
+        "every denial of the parent holds in the fork"
+    );
+    let (parent, child) = (w.env.state(&id), w.env.state(&fork));
+    assert_eq!(child["annotations"]["org.cordon.policy"], file_s.as_str());
+    for key in ["org.cordon.policy", "org.cordon.platform", "org.cordon.enforcement"] {
+        assert_eq!(child["annotations"][key], parent["annotations"][key], "{key}");
+    }
+
+    let e = w.fails(&["--policy", "default", "fork", &id, "cp1", &loose]);
+    assert!(e.contains("refused") && e.contains("/etc/shadow"), "{e}");
+    assert!(!w.env.root.path().join(&loose).exists());
+    assert!(!w.layer(&loose).exists(), "nothing of a refused fork is left");
+
+    ok(&w.cordon(&["--policy", &file_s, "fork", &id, "cp1", &same]));
+    w.wait_running(&same);
+    assert_eq!(w.sh(&same, DENIALS), denied, "the same policy again");
+    let narrower_s = narrower.to_string_lossy().into_owned();
+    ok(&w.cordon(&["--policy", &narrower_s, "fork", &id, "cp1", &narrow]));
+    w.wait_running(&narrow);
+    assert_eq!(
+        w.sh(&narrow, DENIALS),
+        denied,
+        "a narrower policy keeps the parent's denials"
+    );
+    assert_eq!(
+        w.sh(&narrow, "probe connect 127.0.0.3 80"),
+        "err EPERM\n",
+        "and adds its own"
+    );
+    assert_eq!(
+        w.env.state(&narrow)["annotations"]["org.cordon.policy"],
+        narrower_s.as_str()
+    );
+
+    for c in [&narrow, &same, &fork] {
+        ok(&w.cordon(&["delete", "--force", c]));
+    }
+    for c in [&id, &narrow, &same, &fork] {
+        w.delete_and_check(c);
+    }
+}
+
+/// Forks of one checkpoint run at once: the parent's lock is shared by
+/// forks and held only while the checkpoint's files are linked.
+#[test]
+fn ten_forks_of_one_checkpoint_at_once_all_run() {
+    let w = World::busybox();
+    let id = unique("many");
+    w.run_detached(&id, &["--overlay"]);
+    w.sh(&id, "echo base > /base");
+    ok(&w.cordon(&["checkpoint", &id]));
+    let forks: Vec<String> = (0..10).map(|i| unique(&format!("many-{i}"))).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = forks
+            .iter()
+            .map(|f| s.spawn(|| w.cordon(&["fork", &id, "cp1", f])))
+            .collect();
+        for (h, f) in handles.into_iter().zip(&forks) {
+            let out = h.join().unwrap();
+            assert!(out.status.success(), "fork {f}: {}", stderr(&out));
+        }
+    });
+    for f in &forks {
+        w.wait_running(f);
+        assert_eq!(w.sh(f, "cat /base"), "base\n", "{f} runs on the checkpoint's files");
+    }
+    for f in &forks {
+        ok(&w.cordon(&["delete", "--force", f]));
+    }
+    for c in [&id].into_iter().chain(&forks) {
+        w.delete_and_check(c);
+    }
+}
+
+/// A fork of a container whose bundle names its cgroup (`cgroupsPath`,
+/// as engines and the bench write it) gets a cgroup of its own next to
+/// the parent's, and keeps it across a restore: `delete --force` of the
+/// fork leaves the parent running.
+#[test]
+fn a_fork_of_a_bundle_naming_its_cgroup_gets_its_own() {
+    let mut w = World::busybox();
+    let id = unique("cg");
+    let (fork, grandchild) = (unique("cg-fork"), unique("cg-fork2"));
+    w.env.config["linux"]["cgroupsPath"] = format!("/cordon-test/{id}").into();
+    w.run_detached(&id, &["--overlay"]);
+    ok(&w.cordon(&["checkpoint", &id]));
+    ok(&w.cordon(&["fork", &id, "cp1", &fork]));
+    w.wait_running(&fork);
+    ok(&w.cordon(&["checkpoint", &fork]));
+    ok(&w.cordon(&["fork", &fork, "cp1", &grandchild]));
+    w.wait_running(&grandchild);
+    ok(&w.cordon(&["restore", &fork, "cp1"]));
+    w.wait_running(&fork);
+    let cgroup = |c: &str| {
+        let pid = w.env.state(c)["pid"].as_i64().unwrap();
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(":pids:") || l.starts_with("0::"))
+            .unwrap()
+            .to_string();
+        line.rsplit(':').next().unwrap().to_string()
+    };
+    assert!(cgroup(&id).ends_with(&format!("/cordon-test/{id}")), "{}", cgroup(&id));
+    assert!(
+        cgroup(&fork).ends_with(&format!("/cordon-test/{fork}")),
+        "{}",
+        cgroup(&fork)
+    );
+    assert!(
+        cgroup(&grandchild).ends_with(&format!("/cordon-test/{grandchild}")),
+        "{}",
+        cgroup(&grandchild)
+    );
+    ok(&w.cordon(&["delete", "--force", &fork]));
+    ok(&w.cordon(&["delete", "--force", &grandchild]));
+    assert_eq!(
+        w.env.state(&id)["status"],
+        "running",
+        "the parent outlives its forks' deletion"
+    );
+    for c in [&id, &fork, &grandchild] {
+        w.delete_and_check(c);
+    }
+    // The parent cgroup the bundle named, once empty (v2, and each v1
+    // hierarchy); another test's container may still be in it.
+    let roots = std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten().map(|e| e.path());
+    for dir in roots.chain([PathBuf::from("/sys/fs/cgroup")]) {
+        let _ = std::fs::remove_dir(dir.join("cordon-test"));
+    }
+}
+
+/// Checkpoints and restores of different containers never wait for each
+/// other: each container's layer has its own lock.
+#[test]
+fn checkpoints_and_restores_of_different_containers_run_at_once() {
+    let w = World::busybox();
+    let ids: Vec<String> = (0..3).map(|i| unique(&format!("apart-{i}"))).collect();
+    for id in &ids {
+        w.run_detached(id, &["--overlay"]);
+        w.sh(id, "echo one > /f");
+    }
+    let w = &w;
+    let all = |args: &dyn Fn(&str) -> Vec<String>| {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ids
+                .iter()
+                .map(|id| {
+                    let a = args(id);
+                    s.spawn(move || w.cordon(&a.iter().map(String::as_str).collect::<Vec<_>>()))
+                })
+                .collect();
+            for h in handles {
+                let out = h.join().unwrap();
+                assert!(out.status.success(), "{}", stderr(&out));
+            }
+        })
+    };
+    all(&|id| vec!["checkpoint".into(), id.into()]);
+    for id in &ids {
+        w.sh(id, "echo two > /f");
+    }
+    all(&|id| vec!["restore".into(), id.into(), "cp1".into()]);
+    for id in &ids {
+        w.wait_running(id);
+        assert_eq!(w.sh(id, "cat /f"), "one\n", "{id}");
+    }
+    for id in &ids {
+        ok(&w.cordon(&["delete", "--force", id]));
+    }
+    for id in &ids {
+        w.delete_and_check(id);
+    }
 }

@@ -27,6 +27,8 @@ pub fn create(rt: &Runtime, args: super::CreateArgs) -> anyhow::Result<i32> {
         overlay: args.overlay,
         reuse_layer: None,
         fixed_policy: None,
+        inherit: None,
+        cgroups_path: None,
     })
     .map_err(|e| name_missing_caps(e.into(), &asked))?;
     Ok(0)
@@ -79,6 +81,8 @@ pub fn run(rt: &Runtime, args: super::RunArgs) -> anyhow::Result<i32> {
             overlay: args.overlay,
             reuse_layer: None,
             fixed_policy: None,
+            inherit: None,
+            cgroups_path: None,
         })
         .map_err(|e| name_missing_caps(e.into(), &asked))?;
     // Block signals before the init can exit (it waits for start), so its

@@ -288,7 +288,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Checkpoints(a) => snapshots::checkpoints(&rt()?, a),
         Cmd::Diff(a) => snapshots::diff(&rt()?, a),
         Cmd::Restore(a) => snapshots::restore(&rt()?, a),
-        Cmd::Fork(a) => snapshots::fork(&rt()?, a),
+        Cmd::Fork(a) => snapshots::fork(&rt()?, a, cli.policy.as_deref()),
         Cmd::Policy(p) => policy::policy(p, cli.policy.as_deref()),
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),

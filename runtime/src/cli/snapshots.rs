@@ -122,7 +122,8 @@ pub struct RestoreArgs {
     detach: bool,
 }
 
-/// `fork` arguments.
+/// `fork` arguments. The fork runs under its parent's policy fixed at
+/// create; the global `--policy` is taken only when it narrows that.
 #[derive(Args, Debug)]
 pub struct ForkArgs {
     /// Container id
@@ -137,8 +138,10 @@ pub struct ForkArgs {
     pub bundle: Option<std::path::PathBuf>,
 }
 
-pub fn fork(rt: &Runtime, a: ForkArgs) -> anyhow::Result<i32> {
-    rt.fork(&a.container_id, &a.name, &a.new_id, a.bundle.as_deref())?;
+/// `policy`: the global `--policy`, which for a fork may only narrow the
+/// parent's policy.
+pub fn fork(rt: &Runtime, a: ForkArgs, policy: Option<&str>) -> anyhow::Result<i32> {
+    rt.fork(&a.container_id, &a.name, &a.new_id, a.bundle.as_deref(), policy)?;
     Ok(0)
 }
 

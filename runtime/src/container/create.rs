@@ -64,6 +64,23 @@ pub struct CreateOptions {
     /// name and the TOML text of its `policy.toml`, used instead of choosing
     /// and loading one again (a policy file changed since changes nothing).
     pub fixed_policy: Option<(String, String)>,
+    /// (fork) The platform and enforcement level of the container forked
+    /// from, used instead of what the bundle's annotations or the runtime
+    /// config choose: a fork is never weaker than its parent.
+    pub inherit: Option<Inherited>,
+    /// (fork) The container's cgroup, instead of the bundle's
+    /// `linux.cgroupsPath` (which names the parent's).
+    pub cgroups_path: Option<PathBuf>,
+}
+
+/// What a fork keeps of its parent besides the policy (its admin-gated
+/// choices).
+#[derive(Debug, Clone)]
+pub struct Inherited {
+    /// The parent's platform name.
+    pub platform: String,
+    /// The parent's enforcement level.
+    pub enforcement: crate::policy::Enforcement,
 }
 
 /// Options of `exec`.
@@ -106,9 +123,16 @@ impl Runtime {
     /// The policy, platform and enforcement level a container runs with:
     /// its annotations where the runtime config's `[annotations]` gate
     /// lets it choose, else the runtime config (and global flags).
-    fn choose(&self, spec: &Spec) -> Result<crate::annotations::Choice> {
+    /// A fork's platform and enforcement level are its parent's
+    /// (`opts.inherit`).
+    fn choose(&self, spec: &Spec, opts: &CreateOptions) -> Result<crate::annotations::Choice> {
         let ann = spec.annotations().clone().unwrap_or_default();
-        Ok(self.config.annotations.choose(&ann, &self.config)?)
+        let mut choice = self.config.annotations.choose(&ann, &self.config)?;
+        if let Some(i) = &opts.inherit {
+            choice.platform = i.platform.clone();
+            choice.enforcement = i.enforcement;
+        }
+        Ok(choice)
     }
 
     /// Creates container `opts.id` (`runc create`): validates the input,
@@ -132,7 +156,7 @@ impl Runtime {
             enforcement,
             overlay,
             policy_from_annotation,
-        } = self.choose(&spec)?;
+        } = self.choose(&spec, opts)?;
         let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
         let (policy_name, full) = match &opts.fixed_policy {
             Some((name, text)) => (name.clone(), Policy::from_toml(text, name)?),
@@ -208,10 +232,19 @@ impl Runtime {
             (platform, fallback),
             (prog, bundle_filter),
         );
-        if result.is_err() {
-            self.undo_create(opts, layer.as_ref().map(|(l, _)| l));
+        match &result {
+            Ok(_) => self.record_level(&opts.id, enforcement),
+            Err(_) => self.undo_create(opts, layer.as_ref().map(|(l, _)| l)),
         }
         result
+    }
+
+    /// Records the enforcement level chosen for container `id`, which a
+    /// fork or a restore keeps.
+    fn record_level(&self, id: &str, level: crate::policy::Enforcement) {
+        let mut meta = self.meta(id);
+        meta.level = Some(level.name().to_string());
+        let _ = self.save_meta(id, &meta);
     }
 
     /// [`Self::prepare_layer`], recorded in meta.json at once: a create
@@ -228,6 +261,7 @@ impl Runtime {
             bundle: bundle.to_path_buf(),
             layer: Some(l.0.base.clone()),
             lower: Some(l.1.clone()),
+            cgroups_path: opts.cgroups_path.clone(),
             ..Default::default()
         };
         if let Err(e) = self.save_meta(&opts.id, &meta) {
@@ -255,7 +289,7 @@ impl Runtime {
             let _ = c.delete(true);
         }
         let _ = std::fs::remove_dir_all(self.root.join(&opts.id));
-        self.remove_cgroup_when_empty(&opts.id, &opts.bundle);
+        self.remove_cgroup_when_empty(&opts.id, &opts.bundle, opts.cgroups_path.as_deref());
         if let Some(l) = layer {
             if opts.reuse_layer.is_some() {
                 l.unmount();
@@ -323,7 +357,7 @@ impl Runtime {
         let (build_spec, lent_sys_admin) = super::executor::lend_sys_admin(spec.clone());
         let no_new_privs = super::executor::asks_no_new_privs(&spec);
         let build_bundle = self.shadow_bundle(
-            &opts.id,
+            opts,
             bundle,
             build_spec,
             resolver.as_ref().map(|(_, m)| m.clone()),
@@ -344,6 +378,8 @@ impl Runtime {
             lower: layer.map(|(_, lower)| lower.clone()),
             no_new_privs,
             lent_sys_admin,
+            level: None,
+            cgroups_path: opts.cgroups_path.clone(),
         };
         // The view files exist before the supervisor starts: it marks the
         // dynamic ones as it starts up.
@@ -490,7 +526,7 @@ impl Runtime {
     /// mount).
     fn shadow_bundle(
         &self,
-        id: &str,
+        opts: &CreateOptions,
         bundle: &Path,
         mut spec: Spec,
         extra: Option<oci_spec::runtime::Mount>,
@@ -503,11 +539,22 @@ impl Runtime {
         let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
         let lends = !super::executor::asks_no_new_privs(&spec);
-        if !no_cgroups_path && !has_seccomp && !sourceless && !lends && extra.is_none() && rootfs.is_none() {
+        let own_cgroup = opts.cgroups_path.is_some();
+        if !no_cgroups_path
+            && !has_seccomp
+            && !sourceless
+            && !lends
+            && extra.is_none()
+            && rootfs.is_none()
+            && !own_cgroup
+        {
             return Ok(bundle.to_path_buf());
         }
+        let id = opts.id.as_str();
         let mut linux = linux.clone();
-        if no_cgroups_path {
+        if let Some(cg) = &opts.cgroups_path {
+            linux.set_cgroups_path(Some(cg.clone()));
+        } else if no_cgroups_path {
             let cg = if self.systemd_cgroup {
                 format!("system.slice:cordon:{id}")
             } else {

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use libcontainer::container::{Container, ContainerStatus};
 use serde::{Deserialize, Serialize};
 
-pub use create::{plan_for_bundle, CreateOptions, ExecOptions, StdioFds};
+pub use create::{plan_for_bundle, CreateOptions, ExecOptions, Inherited, StdioFds};
 
 use crate::config::RuntimeConfig;
 
@@ -340,6 +340,15 @@ pub struct Meta {
     /// ([`super::executor::lend_sys_admin`]).
     #[serde(default)]
     pub lent_sys_admin: bool,
+    /// The enforcement level chosen at create (`kernel` or `supervisor`:
+    /// `org.cordon.enforcement`, else `kernel`), which a fork keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// The container's cgroup when cordon chose it instead of the
+    /// bundle's `linux.cgroupsPath` (a fork of a container whose bundle
+    /// names one: its own cgroup next to the parent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups_path: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -627,7 +636,8 @@ impl Runtime {
     /// bundle without (`/cordon/<id>`). Best effort.
     fn kill_cgroup_of(&self, id: &str) {
         use libcgroups::common::CgroupManager;
-        let Some(manager) = self.cgroup_manager_of(id, &self.meta(id).bundle) else {
+        let meta = self.meta(id);
+        let Some(manager) = self.cgroup_manager_of(id, &meta.bundle, meta.cgroups_path.as_deref()) else {
             return;
         };
         for _ in 0..100 {
@@ -643,12 +653,20 @@ impl Runtime {
         let _ = manager.remove();
     }
 
-    /// The cgroup manager of container `id` whose bundle is `bundle`: its
+    /// The cgroup manager of container `id` whose bundle is `bundle`:
+    /// `chosen` (cordon's choice, [`Meta::cgroups_path`]), else its
     /// config.json's `linux.cgroupsPath`, else the default path.
-    fn cgroup_manager_of(&self, id: &str, bundle: &Path) -> Option<libcgroups::common::AnyCgroupManager> {
-        let named = oci_spec::runtime::Spec::load(bundle.join("config.json"))
-            .ok()
-            .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()));
+    fn cgroup_manager_of(
+        &self,
+        id: &str,
+        bundle: &Path,
+        chosen: Option<&Path>,
+    ) -> Option<libcgroups::common::AnyCgroupManager> {
+        let named = chosen.map(Path::to_path_buf).or_else(|| {
+            oci_spec::runtime::Spec::load(bundle.join("config.json"))
+                .ok()
+                .and_then(|s| s.linux().as_ref().and_then(|l| l.cgroups_path().clone()))
+        });
         let path = named.unwrap_or_else(|| {
             PathBuf::from(if self.systemd_cgroup {
                 format!("system.slice:cordon:{id}")
@@ -669,9 +687,9 @@ impl Runtime {
     /// exiting; on the ptrace platform its tracer sees it exit first) are
     /// gone, waiting for them up to about 2 s. It kills nothing: the
     /// cgroup may not be the create's own.
-    pub(crate) fn remove_cgroup_when_empty(&self, id: &str, bundle: &Path) {
+    pub(crate) fn remove_cgroup_when_empty(&self, id: &str, bundle: &Path, chosen: Option<&Path>) {
         use libcgroups::common::CgroupManager;
-        let Some(manager) = self.cgroup_manager_of(id, bundle) else {
+        let Some(manager) = self.cgroup_manager_of(id, bundle, chosen) else {
             return;
         };
         for _ in 0..40 {

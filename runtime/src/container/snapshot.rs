@@ -10,6 +10,8 @@
 //! ```text
 //! <data_dir>/containers/<id>/
 //!     lock                  flock(2): one checkpoint, rm or restore at a time
+//!                           (exclusive, its name written in it), or forks
+//!                           linking a checkpoint's files (shared)
 //!     upper/ work/          overlayfs upperdir and workdir
 //!     lower/                (a fork) the checkpoint it started from, as a
 //!                           read-only layer of hard links over the rootfs
@@ -328,21 +330,54 @@ impl Layer {
         }
     }
 
-    /// Takes the layer's lock (non-blocking); the error names the
-    /// container and says another operation holds it.
-    pub fn lock(&self, id: &str) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    /// Takes the layer's lock for `op` (non-blocking): exclusive for what
+    /// changes the layer or its checkpoints (`checkpoint`, `checkpoint rm`,
+    /// `restore`), shared for what only reads a checkpoint's files
+    /// (`fork`, while it links them), so forks of one container run at
+    /// once. The error names the container and the operation that holds
+    /// the lock: an exclusive holder writes its name in the lock file, and
+    /// shared holders are forks.
+    pub fn lock(&self, id: &str, op: &str, exclusive: bool) -> Result<nix::fcntl::Flock<std::fs::File>> {
+        use nix::fcntl::{Flock, FlockArg};
         let p = self.base.join("lock");
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&p)
-            .map_err(io_at("open", &p))?;
-        nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
-            other(format!(
-                "container {id:?}: another checkpoint, checkpoint rm or restore of it is running"
-            ))
-        })
+        let open = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(&p)
+                .map_err(io_at("open", &p))
+        };
+        let arg = if exclusive {
+            FlockArg::LockExclusiveNonblock
+        } else {
+            FlockArg::LockSharedNonblock
+        };
+        match Flock::lock(open()?, arg) {
+            Ok(mut f) => {
+                if exclusive {
+                    use std::io::{Seek, Write};
+                    let _ = f.set_len(0);
+                    let _ = f.seek(std::io::SeekFrom::Start(0));
+                    let _ = f.write_all(op.as_bytes());
+                }
+                Ok(f)
+            }
+            Err(_) => {
+                // Shared holders only (forks) when a shared lock can be had.
+                let holder = match Flock::lock(open()?, FlockArg::LockSharedNonblock) {
+                    Ok(_) => "fork".to_string(),
+                    Err(_) => std::fs::read_to_string(&p)
+                        .ok()
+                        .filter(|s| !s.is_empty() && s.len() < 32)
+                        .unwrap_or_else(|| "checkpoint, checkpoint rm or restore".into()),
+                };
+                Err(other(format!(
+                    "{op} of container {id:?}: refused while a {holder} of it is running (try again once it ends)"
+                )))
+            }
+        }
     }
 }
 
@@ -1407,7 +1442,7 @@ impl super::Runtime {
     pub fn checkpoint(&self, id: &str, name: Option<&str>) -> Result<Info> {
         use libcgroups::common::{CgroupManager, FreezerState};
         let (layer, _) = self.layer_of(id)?;
-        let _guard = layer.lock(id)?;
+        let _guard = layer.lock(id, "checkpoint", true)?;
         let _lock = self.lock(id, false);
         let c = self.load(id)?;
         let status = c.status();
@@ -1465,7 +1500,7 @@ impl super::Runtime {
     /// Removes checkpoint `name` of container `id`.
     pub fn checkpoint_rm(&self, id: &str, name: &str) -> Result<()> {
         let (layer, _) = self.layer_of(id)?;
-        let _guard = layer.lock(id)?;
+        let _guard = layer.lock(id, "checkpoint rm", true)?;
         layer.remove_checkpoint(id, name)
     }
 
@@ -1484,7 +1519,7 @@ impl super::Runtime {
     /// with both events.
     pub fn restore(&self, id: &str, name: &str) -> Result<()> {
         let (layer, lower) = self.own_layer_of(id, "restore")?;
-        let _guard = layer.lock(id)?;
+        let _guard = layer.lock(id, "restore", true)?;
         layer.info(id, name)?;
         let meta = self.meta(id);
         let spec = oci_spec::runtime::Spec::load(meta.bundle.join("config.json"))
@@ -1513,6 +1548,8 @@ impl super::Runtime {
                 overlay: true,
                 reuse_layer: Some(layer.base.clone()),
                 fixed_policy,
+                inherit: inherited(&meta),
+                cgroups_path: meta.cgroups_path.clone(),
                 ..Default::default()
             })
             .map_err(|e| {
@@ -1534,19 +1571,23 @@ impl super::Runtime {
     /// files hard-linked into a read-only `lower/` over the rootfs (see
     /// [`Layer::fork_into`]), an empty writable layer of its own, its own
     /// supervisor, the config of `bundle` (default: `id`'s bundle), whose
-    /// rootfs must be `id`'s. Standard streams on /dev/null.
-    /// Nothing of `new_id` is left on error.
-    pub fn fork(&self, id: &str, name: &str, new_id: &str, bundle: Option<&Path>) -> Result<()> {
+    /// rootfs must be `id`'s. It runs under `id`'s policy fixed at create,
+    /// platform and enforcement level, or under `policy` when that only
+    /// narrows `id`'s ([`Self::fork_policy`]). Standard streams on
+    /// /dev/null. `id`'s lock is held, shared, only while the checkpoint's
+    /// files are linked: forks of one checkpoint run at once. Nothing of
+    /// `new_id` is left on error.
+    pub fn fork(&self, id: &str, name: &str, new_id: &str, bundle: Option<&Path>, policy: Option<&str>) -> Result<()> {
         super::validate::id(new_id)?;
         let (layer, lower) = self.own_layer_of(id, "fork")?;
-        let _guard = layer.lock(id)?;
-        layer.info(id, name)?;
+        let meta = self.meta(id);
+        let fixed_policy = self.fork_policy(id, &meta, policy)?;
         if self.root.join(new_id).exists() {
             return Err(Error::Exists(new_id.to_string()));
         }
         let bundle = match bundle {
             Some(b) => std::fs::canonicalize(b).map_err(|e| other(format!("fork: bundle {}: {e}", b.display())))?,
-            None => self.meta(id).bundle,
+            None => meta.bundle.clone(),
         };
         let spec = oci_spec::runtime::Spec::load(bundle.join("config.json"))
             .map_err(|e| other(format!("fork: {}/config.json: {}", bundle.display(), super::chain(&e))))?;
@@ -1564,8 +1605,13 @@ impl super::Runtime {
                 lower.display()
             )));
         }
+        let cgroups_path = fork_cgroup(&spec, &meta, new_id);
         let new = Layer::new(&self.config.data_dir, new_id);
-        layer.fork_into(id, name, &lower, &new)?;
+        {
+            let _guard = layer.lock(id, "fork", false)?;
+            layer.info(id, name)?;
+            layer.fork_into(id, name, &lower, &new)?;
+        }
         let created = self.create(&super::CreateOptions {
             id: new_id.into(),
             bundle: bundle.clone(),
@@ -1573,6 +1619,9 @@ impl super::Runtime {
             stdio: Some(null_stdio()?),
             overlay: true,
             reuse_layer: Some(new.base.clone()),
+            fixed_policy: Some(fixed_policy),
+            inherit: inherited(&meta),
+            cgroups_path,
             ..Default::default()
         });
         let mut c = match created {
@@ -1590,6 +1639,82 @@ impl super::Runtime {
         self.audit_event(new_id, &format!("forked from checkpoint {name} of container {id}"));
         Ok(())
     }
+
+    /// The policy a fork of container `id` runs under (its name and TOML
+    /// text): `id`'s own, fixed at its create (`policy.toml`), or
+    /// `asked` (`fork --policy`) when it only narrows `id`'s
+    /// ([`crate::policy::narrow::only_narrows`]); refused in one line
+    /// naming the rule otherwise.
+    fn fork_policy(&self, id: &str, meta: &super::Meta, asked: Option<&str>) -> Result<(String, String)> {
+        let parent_name = if meta.policy.is_empty() {
+            self.config.policy.clone()
+        } else {
+            meta.policy.clone()
+        };
+        let parent_text = match std::fs::read_to_string(self.cordon_dir(id).join(super::create::POLICY_FILE)) {
+            Ok(text) => text,
+            Err(_) => toml::to_string_pretty(&crate::policy::Policy::load(&parent_name)?.source)
+                .map_err(Error::RenderPolicy)?,
+        };
+        let Some(asked) = asked else {
+            return Ok((parent_name, parent_text));
+        };
+        let parent = crate::policy::Policy::from_toml(&parent_text, &parent_name)?;
+        let candidate = crate::policy::Policy::load(asked)?;
+        crate::policy::narrow::only_narrows(&parent.source, &candidate.source).map_err(|why| {
+            other(format!(
+                "fork --policy {asked}: refused: {why} (a fork may only narrow the policy of {id:?}, {parent_name})"
+            ))
+        })?;
+        let text = toml::to_string_pretty(&candidate.source).map_err(Error::RenderPolicy)?;
+        Ok((asked.to_string(), text))
+    }
+}
+
+/// The cgroup of fork `new_id` whose bundle's config is `spec`, when
+/// that names its parent's cgroup (the parent's bundle's
+/// `linux.cgroupsPath`, or the cgroup cordon chose for a parent that is
+/// a fork itself): a cgroup of its own next to it, named by the fork's
+/// id (`/p/parent` gives `/p/new_id`, systemd's `slice:prefix:parent`
+/// gives `slice:prefix:new_id`). Two containers in one cgroup would
+/// share their limits, and `delete --force` of one would kill the other.
+/// `None` (the bundle's own, or the default `/cordon/<id>`) otherwise.
+fn fork_cgroup(spec: &oci_spec::runtime::Spec, meta: &super::Meta, new_id: &str) -> Option<PathBuf> {
+    let named = |s: &oci_spec::runtime::Spec| s.linux().as_ref().and_then(|l| l.cgroups_path().clone());
+    let cg = named(spec)?;
+    let parents = oci_spec::runtime::Spec::load(meta.bundle.join("config.json"))
+        .ok()
+        .and_then(|s| named(&s));
+    if parents.as_ref() != Some(&cg) && meta.cgroups_path.as_ref() != Some(&cg) {
+        return None;
+    }
+    let text = cg.to_string_lossy();
+    if !text.starts_with('/') {
+        if let Some((head, _)) = text.rsplit_once(':') {
+            return Some(format!("{head}:{new_id}").into());
+        }
+    }
+    Some(cg.parent().unwrap_or(Path::new("/")).join(new_id))
+}
+
+/// What a restore or a fork keeps of container `meta`'s create: its
+/// platform and enforcement level (a container of an older cordon, with
+/// no level recorded, keeps `supervisor` unless all its path rules were
+/// in the kernel).
+fn inherited(meta: &super::Meta) -> Option<super::Inherited> {
+    use crate::policy::Enforcement;
+    if meta.platform.is_empty() {
+        return None;
+    }
+    let enforcement = match meta.level.as_deref() {
+        Some(l) => Enforcement::parse(l, "level").unwrap_or(Enforcement::Supervisor),
+        None if meta.kernel_enforced => Enforcement::Kernel,
+        None => Enforcement::Supervisor,
+    };
+    Some(super::Inherited {
+        platform: meta.platform.clone(),
+        enforcement,
+    })
 }
 
 /// Three fds on /dev/null: the standard streams of a process a restore or

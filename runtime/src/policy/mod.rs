@@ -10,6 +10,7 @@ pub mod landlock;
 pub mod levels;
 pub mod model;
 pub mod names;
+pub mod narrow;
 mod net;
 mod path;
 
