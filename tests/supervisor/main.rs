@@ -488,6 +488,32 @@ fn python_with_200_threads_of_intercepted_syscalls() {
     assert_eq!(out.trim(), "errors 0 []");
 }
 
+/// Issue #25: real-time signals reach their thread on every platform.
+/// glibc sends SIGSETXID (33) to every other thread on setresgid/setuid in
+/// a threaded process and waits on a futex until each has run it (CPython's
+/// test_posix hung there under ptrace: the tracer lost the stops of
+/// real-time signals); SIGRTMIN is sent to a waiting thread here too. Each
+/// call sends them every time, so a lost stop hangs the program: the
+/// timeout only detects that hang.
+#[test]
+fn real_time_signals_reach_every_thread() {
+    let script = "import os, signal, threading\n\
+        got = threading.Event(); stop = threading.Event()\n\
+        signal.signal(signal.SIGRTMIN, lambda s, f: got.set())\n\
+        ts = [threading.Thread(target=stop.wait) for _ in range(4)]\n\
+        [t.start() for t in ts]\n\
+        for _ in range(50):\n\
+        \x20   os.setresgid(0, 0, 0); os.setuid(0)\n\
+        signal.pthread_kill(ts[0].ident, signal.SIGRTMIN)\n\
+        while not got.wait(0.05): pass\n\
+        stop.set(); [t.join() for t in ts]\n\
+        print('setxid and SIGRTMIN ok')\n";
+    let env = Env::python(&["python3", "-c", script]);
+    let id = unique("rtsig");
+    let out = ok(&env.run_within(&id, std::time::Duration::from_secs(60)));
+    assert_eq!(out.trim(), "setxid and SIGRTMIN ok");
+}
+
 #[test]
 fn python_stdlib_program_runs_unchanged_under_the_default_policy() {
     let script = "import json, sqlite3, subprocess, threading, os\n\
