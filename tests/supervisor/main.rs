@@ -514,6 +514,39 @@ fn real_time_signals_reach_every_thread() {
     assert_eq!(out.trim(), "setxid and SIGRTMIN ok");
 }
 
+/// A process stopped by SIGSTOP stays stopped until SIGCONT, also when
+/// the signal comes while the supervisor is answering one of its calls
+/// (with every path rule in the supervisor, each open is emulated: on
+/// ptrace the fd is installed by running syscalls in the caller, and a
+/// group-stop met then let the caller run on). The parent waits for the
+/// stop (WUNTRACED) and checks the child's counter does not move while it
+/// is stopped: a stopped process cannot move it, whatever the timing.
+#[test]
+fn a_stopped_process_stays_stopped_while_its_calls_are_answered() {
+    let script = "import mmap, os, signal, struct, time\n\
+        m = mmap.mmap(-1, 8)\n\
+        count = lambda: struct.unpack('Q', m[:8])[0]\n\
+        pid = os.fork()\n\
+        if pid == 0:\n\
+        \x20   n = 0\n\
+        \x20   while True:\n\
+        \x20       open('/etc/hostname').close(); n += 1; m[:8] = struct.pack('Q', n)\n\
+        ran = 0\n\
+        for _ in range(60):\n\
+        \x20   c = count()\n\
+        \x20   while count() == c: time.sleep(0.001)\n\
+        \x20   os.kill(pid, signal.SIGSTOP)\n\
+        \x20   _, st = os.waitpid(pid, os.WUNTRACED); assert os.WIFSTOPPED(st), st\n\
+        \x20   c = count(); time.sleep(0.02); ran += count() != c\n\
+        \x20   os.kill(pid, signal.SIGCONT)\n\
+        os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)\n\
+        print('ran while stopped', ran)\n";
+    let mut env = Env::python(&["python3", "-c", script]);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    let out = ok(&env.run_within(&unique("gstop"), std::time::Duration::from_secs(120)));
+    assert_eq!(out.trim(), "ran while stopped 0");
+}
+
 #[test]
 fn python_stdlib_program_runs_unchanged_under_the_default_policy() {
     let script = "import json, sqlite3, subprocess, threading, os\n\

@@ -105,8 +105,6 @@ impl Tracer {
                     rx,
                     tx: tx2,
                     wake: wake2,
-                    known: HashSet::new(),
-                    fresh: HashSet::new(),
                     pending: HashSet::new(),
                     jobs: Jobs::default(),
                 };
@@ -144,11 +142,6 @@ struct Loop {
     rx: Receiver<Request>,
     tx: Sender<Request>,
     wake: Arc<OwnedFd>,
-    /// Tracees seen at least once.
-    known: HashSet<i32>,
-    /// New children announced by a clone/fork event, whose first stop is
-    /// the attach stop (to continue, not a group-stop).
-    fresh: HashSet<i32>,
     /// Stopped threads waiting for a blocking handler (signals sent to them
     /// meanwhile stay pending in the kernel, delivered once they run).
     pending: HashSet<i32>,
@@ -185,11 +178,7 @@ impl Loop {
     fn request(&mut self, r: Request) {
         match r {
             Request::Seize(pid, reply) => {
-                let res = pt::seize(pid);
-                if res.is_ok() {
-                    self.known.insert(pid);
-                }
-                let _ = reply.send(res);
+                let _ = reply.send(pt::seize(pid));
             }
             Request::Done {
                 tid,
@@ -235,34 +224,30 @@ impl Loop {
         match st {
             Stop::Event(pid, ev) => match ev {
                 libc::PTRACE_EVENT_SECCOMP => self.seccomp(pid),
-                libc::PTRACE_EVENT_CLONE | libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
-                    if let Ok(child) = pt::event_msg(pid) {
-                        let child = child as i32;
-                        if !self.known.contains(&child) {
-                            self.fresh.insert(child);
-                        }
-                    }
-                    let _ = pt::cont(pid, 0);
-                }
                 libc::PTRACE_EVENT_EXEC => self.exec(pid),
+                // Clone, fork, vfork: the child reports its own attach
+                // stop, maybe before this event.
                 _ => {
                     let _ = pt::cont(pid, 0);
                 }
             },
             Stop::EventStop(pid, sig) => {
-                let first = self.fresh.remove(&pid) || self.known.insert(pid);
-                if job_control(sig) && !first {
+                // The kernel reports the stop signal only while the
+                // thread's group is stopping or stopped (do_jobctl_trap),
+                // SIGTRAP otherwise: a new tracee's attach stop is a
+                // group-stop too when its group is stopped (a thread
+                // cloned meanwhile joins the stop), so it is listened as
+                // well rather than left running in a stopped process.
+                if job_control(sig) {
                     // A group-stop: stay stopped until SIGCONT.
                     let _ = pt::listen(pid);
                 } else {
                     // The attach stop of a new tracee, or an interrupt
-                    // once its group-stop has ended.
+                    // (or a SIGCONT) once its group-stop has ended.
                     let _ = pt::cont(pid, 0);
                 }
             }
             Stop::Signal(pid, sig) => {
-                self.known.insert(pid);
-                self.fresh.remove(&pid);
                 // Signal-delivery-stop: deliver it.
                 let _ = pt::cont(pid, sig);
             }
@@ -276,8 +261,6 @@ impl Loop {
     /// Thread `tid` is gone: forget it, and interrupt its blocking handler.
     fn gone_tid(&mut self, tid: i32) {
         super::task::forget(tid);
-        self.known.remove(&tid);
-        self.fresh.remove(&tid);
         if self.pending.remove(&tid) {
             self.jobs.cancel(|t| t == tid as u64);
         }
@@ -285,7 +268,6 @@ impl Loop {
 
     /// A `SECCOMP_RET_TRACE` stop: decide and answer, as seccomp-notify.
     fn seccomp(&mut self, tid: i32) {
-        self.known.insert(tid);
         let Ok(regs) = pt::getregs(tid) else { return };
         let mut notif = sys::empty_notif();
         notif.pid = tid as u32;
