@@ -547,6 +547,31 @@ fn a_stopped_process_stays_stopped_while_its_calls_are_answered() {
     assert_eq!(out.trim(), "ran while stopped 0");
 }
 
+/// A thread execs while the main thread's open is being answered (every
+/// open emulated): the main thread dies in the exec and the new program
+/// takes its tid. On ptrace the exec stop then came to the fd injection
+/// running in that tid, which took it for its own and put the old
+/// registers back into the new program (it spun for ever). Each run must
+/// print what the new program prints, whatever the exec interrupts.
+#[test]
+fn exec_from_a_thread_while_the_leaders_open_is_answered() {
+    let child = "import os, threading\n\
+        opening = threading.Event()\n\
+        def ex(): opening.wait(); os.execv('/bin/echo', ['echo', 'exec-ok'])\n\
+        threading.Thread(target=ex).start()\n\
+        while True: os.close(os.open('/etc/hostname', os.O_RDONLY)); opening.set()\n";
+    let script = format!(
+        "import subprocess\n\
+         outs = [subprocess.run(['python3', '-c', {child:?}], capture_output=True, text=True).stdout.strip() \
+         for _ in range(10)]\n\
+         print(outs.count('exec-ok'))\n"
+    );
+    let mut env = Env::python(&["python3", "-c", &script]);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    let out = ok(&env.run_within(&unique("thrx"), std::time::Duration::from_secs(120)));
+    assert_eq!(out.trim(), "10");
+}
+
 #[test]
 fn python_stdlib_program_runs_unchanged_under_the_default_policy() {
     let script = "import json, sqlite3, subprocess, threading, os\n\

@@ -44,6 +44,7 @@
 //!   reported again with PTRACE_INTERRUPT when the thread is answered, and
 //!   then left to job control like any other.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -107,6 +108,7 @@ impl Tracer {
                     wake: wake2,
                     pending: HashSet::new(),
                     jobs: Jobs::default(),
+                    handed_back: RefCell::new(Vec::new()),
                 };
                 t.run(&sfd);
             })?;
@@ -149,6 +151,10 @@ struct Loop {
     /// first, its handler is interrupted ([`platform::CANCEL`]) so it does
     /// not hold a slot forever.
     jobs: Jobs,
+    /// Stops read by an [`Injector`] that are not its own (the exec of
+    /// another thread, reported under the caller's tid): handled by
+    /// [`Loop::reap`] with the others.
+    handed_back: RefCell<Vec<Stop>>,
 }
 
 impl Loop {
@@ -205,7 +211,7 @@ impl Loop {
     /// got past it (40 threads opening files while the main one exits).
     fn reap(&mut self) {
         loop {
-            let mut ready = Vec::new();
+            let mut ready = self.handed_back.take();
             while let Ok(Some(st)) = pt::wait(-1, true) {
                 ready.push(st);
             }
@@ -333,6 +339,12 @@ impl Loop {
             Err(e) => return skip(tid, regs, -i64::from(libc::EIO)).and(Err(e)),
         };
         let result = self.inject_steps(&mut inj, fd, cloexec);
+        if let Some(st) = inj.handed_back.take() {
+            // Another thread exec'd: the caller is gone and this tid now
+            // runs the new program, whose exec stop the loop checks.
+            self.handed_back.borrow_mut().push(st);
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
         let ret = match &result {
             Ok(n) => i64::from(*n),
             Err(e) => -i64::from(e.raw_os_error().unwrap_or(libc::EIO)),
@@ -538,6 +550,11 @@ struct Injector {
     /// The thread took part in a group-stop meanwhile (and was resumed to
     /// finish): it reports it again once answered.
     group_stop: bool,
+    /// A stop of this tid that ended the injection and is the loop's to
+    /// handle: PTRACE_EVENT_EXEC when another thread of the process
+    /// exec'd (the caller died in de_thread and the execing thread took
+    /// its tid, the thread group leader's).
+    handed_back: Option<Stop>,
 }
 
 impl Injector {
@@ -552,11 +569,15 @@ impl Injector {
             at_seccomp: true,
             mask,
             group_stop: false,
+            handed_back: None,
         })
     }
 
     /// Runs syscall `nr(args)` in the tracee; returns its raw result.
     fn call(&mut self, nr: libc::c_long, args: [u64; 6]) -> io::Result<i64> {
+        if self.handed_back.is_some() {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
         let mut r = self.saved;
         r.rdi = args[0];
         r.rsi = args[1];
@@ -597,7 +618,11 @@ impl Injector {
                     0
                 }
                 // A seccomp stop of an injected call: it runs.
-                Stop::Event(..) => 0,
+                Stop::Event(_, libc::PTRACE_EVENT_SECCOMP) => 0,
+                st @ Stop::Event(..) => {
+                    self.handed_back = Some(st);
+                    return Err(gone());
+                }
                 Stop::EventStop(_, sig) => {
                     self.group_stop |= job_control(sig);
                     0
