@@ -42,7 +42,12 @@
 //!   which glibc checks for SIGSETXID and SIGCANCEL). SIGSTOP, which cannot
 //!   be blocked, is delivered at once; a group-stop met meanwhile is
 //!   reported again with PTRACE_INTERRUPT when the thread is answered, and
-//!   then left to job control like any other.
+//!   then left to job control like any other;
+//! - the injector waits on its own tid only and hands back to the loop a
+//!   stop that is not its own (the exec of another thread, which takes the
+//!   leader's tid);
+//! - PTRACE_EVENT_STOP is a group-stop exactly when it reports a stop
+//!   signal, a new tracee's attach stop included.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
