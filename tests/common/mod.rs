@@ -225,6 +225,47 @@ impl Env {
         self.cordon(&["run", "-b", &b, id])
     }
 
+    /// Writes config.json and runs `cordon run -b <bundle> <id>`, waiting
+    /// for it at most `timeout` (a hang detector, not a timing): past it
+    /// the run is killed and this panics with the state of every thread
+    /// of the container's processes (`t`: stopped by the tracer).
+    #[track_caller]
+    pub fn run_within(&self, id: &str, timeout: std::time::Duration) -> Output {
+        self.write();
+        let dir = TempDir::new("out");
+        let (o, e) = (dir.path().join("stdout"), dir.path().join("stderr"));
+        let mut child = Command::new(cordon_bin())
+            .arg("--root")
+            .arg(self.root.path())
+            .args(["run", "-b", &self.bundle.path().to_string_lossy(), id])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&o).unwrap())
+            .stderr(std::fs::File::create(&e).unwrap())
+            .spawn()
+            .expect("spawn cordon run");
+        let deadline = std::time::Instant::now() + timeout;
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if std::time::Instant::now() >= deadline {
+                let threads = thread_states(id);
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "`cordon run {id}` still running after {timeout:?}; threads: {threads:?}; stdout: {}",
+                    String::from_utf8_lossy(&std::fs::read(&o).unwrap_or_default())
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        Output {
+            status,
+            stdout: std::fs::read(&o).unwrap(),
+            stderr: std::fs::read(&e).unwrap(),
+        }
+    }
+
     /// Writes config.json and runs `cordon run --keep -b <bundle> <id>`
     /// (the stopped container stays for `state` and `audit`).
     pub fn run_keep(&self, id: &str) -> Output {
@@ -473,6 +514,24 @@ pub fn processes_of(id: &str) -> Vec<String> {
         .filter(|p| p.cmdline.split(' ').any(|a| a == id) || p.cgroup.lines().any(|l| names(l, id)))
         .map(|p| format!("{} ({})", p.pid, p.cmdline))
         .collect()
+}
+
+/// "tid state" for every thread of the live processes of container `id`
+/// (see [`processes_of`]).
+pub fn thread_states(id: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in processes_of(id) {
+        let pid = p.split(' ').next().unwrap_or_default();
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+            let state = stat.rsplit_once(") ").and_then(|(_, r)| r.get(..1)).unwrap_or("?");
+            out.push(format!("{} {state}", t.file_name().to_string_lossy()));
+        }
+    }
+    out
 }
 
 /// Everything the containers `ids` under state root `root` left behind, one

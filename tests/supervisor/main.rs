@@ -488,6 +488,90 @@ fn python_with_200_threads_of_intercepted_syscalls() {
     assert_eq!(out.trim(), "errors 0 []");
 }
 
+/// Issue #25: real-time signals reach their thread on every platform.
+/// glibc sends SIGSETXID (33) to every other thread on setresgid/setuid in
+/// a threaded process and waits on a futex until each has run it (CPython's
+/// test_posix hung there under ptrace: the tracer lost the stops of
+/// real-time signals); SIGRTMIN is sent to a waiting thread here too. Each
+/// call sends them every time, so a lost stop hangs the program: the
+/// timeout only detects that hang.
+#[test]
+fn real_time_signals_reach_every_thread() {
+    let script = "import os, signal, threading\n\
+        got = threading.Event(); stop = threading.Event()\n\
+        signal.signal(signal.SIGRTMIN, lambda s, f: got.set())\n\
+        ts = [threading.Thread(target=stop.wait) for _ in range(4)]\n\
+        [t.start() for t in ts]\n\
+        for _ in range(50):\n\
+        \x20   os.setresgid(0, 0, 0); os.setuid(0)\n\
+        signal.pthread_kill(ts[0].ident, signal.SIGRTMIN)\n\
+        while not got.wait(0.05): pass\n\
+        stop.set(); [t.join() for t in ts]\n\
+        print('setxid and SIGRTMIN ok')\n";
+    let env = Env::python(&["python3", "-c", script]);
+    let id = unique("rtsig");
+    let out = ok(&env.run_within(&id, std::time::Duration::from_secs(60)));
+    assert_eq!(out.trim(), "setxid and SIGRTMIN ok");
+}
+
+/// A process stopped by SIGSTOP stays stopped until SIGCONT, also when
+/// the signal comes while the supervisor is answering one of its calls
+/// (with every path rule in the supervisor, each open is emulated: on
+/// ptrace the fd is installed by running syscalls in the caller, and a
+/// group-stop met then let the caller run on). The parent waits for the
+/// stop (WUNTRACED) and checks the child's counter does not move while it
+/// is stopped: a stopped process cannot move it, whatever the timing.
+#[test]
+fn a_stopped_process_stays_stopped_while_its_calls_are_answered() {
+    let script = "import mmap, os, signal, struct, time\n\
+        m = mmap.mmap(-1, 8)\n\
+        count = lambda: struct.unpack('Q', m[:8])[0]\n\
+        pid = os.fork()\n\
+        if pid == 0:\n\
+        \x20   n = 0\n\
+        \x20   while True:\n\
+        \x20       open('/etc/hostname').close(); n += 1; m[:8] = struct.pack('Q', n)\n\
+        ran = 0\n\
+        for _ in range(60):\n\
+        \x20   c = count()\n\
+        \x20   while count() == c: time.sleep(0.001)\n\
+        \x20   os.kill(pid, signal.SIGSTOP)\n\
+        \x20   _, st = os.waitpid(pid, os.WUNTRACED); assert os.WIFSTOPPED(st), st\n\
+        \x20   c = count(); time.sleep(0.02); ran += count() != c\n\
+        \x20   os.kill(pid, signal.SIGCONT)\n\
+        os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)\n\
+        print('ran while stopped', ran)\n";
+    let mut env = Env::python(&["python3", "-c", script]);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    let out = ok(&env.run_within(&unique("gstop"), std::time::Duration::from_secs(120)));
+    assert_eq!(out.trim(), "ran while stopped 0");
+}
+
+/// A thread execs while the main thread's open is being answered (every
+/// open emulated): the main thread dies in the exec and the new program
+/// takes its tid. On ptrace the exec stop then came to the fd injection
+/// running in that tid, which took it for its own and put the old
+/// registers back into the new program (it spun for ever). Each run must
+/// print what the new program prints, whatever the exec interrupts.
+#[test]
+fn exec_from_a_thread_while_the_leaders_open_is_answered() {
+    let child = "import os, threading\n\
+        opening = threading.Event()\n\
+        def ex(): opening.wait(); os.execv('/bin/echo', ['echo', 'exec-ok'])\n\
+        threading.Thread(target=ex).start()\n\
+        while True: os.close(os.open('/etc/hostname', os.O_RDONLY)); opening.set()\n";
+    let script = format!(
+        "import subprocess\n\
+         outs = [subprocess.run(['python3', '-c', {child:?}], capture_output=True, text=True).stdout.strip() \
+         for _ in range(10)]\n\
+         print(outs.count('exec-ok'))\n"
+    );
+    let mut env = Env::python(&["python3", "-c", &script]);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    let out = ok(&env.run_within(&unique("thrx"), std::time::Duration::from_secs(120)));
+    assert_eq!(out.trim(), "10");
+}
+
 #[test]
 fn python_stdlib_program_runs_unchanged_under_the_default_policy() {
     let script = "import json, sqlite3, subprocess, threading, os\n\

@@ -25,22 +25,45 @@
 //! Group-stops are left to job control with PTRACE_LISTEN; other signals
 //! are delivered. If the supervisor dies, EXITKILL kills every tracee; a
 //! process that is not traced gets ENOSYS for every traced call.
+//!
+//! Every stop the tracer is told of must be resumed (or, for a group-stop,
+//! listened) exactly as the kernel would have gone on without a tracer: a
+//! stop that is read and dropped leaves its thread in `t` state for ever,
+//! and whoever waits for that thread with it. Hence:
+//! - wait statuses are decoded by [`pt::wait`], with raw signal numbers: a
+//!   real-time signal is a signal like any other (nix's `waitpid` consumed
+//!   those stops and returned EINVAL: glibc's SIGSETXID, sent to every
+//!   thread by setuid/setgroups in a threaded process, was never delivered
+//!   and the caller waited on a futex for ever; issue #25);
+//! - while syscalls are injected into a thread ([`Injector`]) it has every
+//!   signal blocked, so no signal is dequeued in the middle: signals that
+//!   arrive stay pending with their siginfo and are delivered by the kernel
+//!   once its mask is back (re-sending them with tgkill lost the siginfo,
+//!   which glibc checks for SIGSETXID and SIGCANCEL). SIGSTOP, which cannot
+//!   be blocked, is delivered at once; a group-stop met meanwhile is
+//!   reported again with PTRACE_INTERRUPT when the thread is answered, and
+//!   then left to job control like any other;
+//! - the injector waits on its own tid only and hands back to the loop a
+//!   stop that is not its own (the exec of another thread, which takes the
+//!   leader's tid);
+//! - PTRACE_EVENT_STOP is a group-stop exactly when it reports a stop
+//!   signal, a new tracee's attach stop included.
 
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
 use nix::sys::signal::{SigSet, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
 
 use super::platform::{self, Jobs, Platform};
 use super::syscalls::{Ctx, Job, Outcome, Reply};
 use super::Supervisor;
 use crate::sys;
 use crate::sys::ptrace as pt;
+use crate::sys::ptrace::Stop;
 
 use crate::filter::AUDIT_ARCH_X86_64;
 
@@ -88,10 +111,9 @@ impl Tracer {
                     rx,
                     tx: tx2,
                     wake: wake2,
-                    known: HashSet::new(),
-                    fresh: HashSet::new(),
-                    pending: HashMap::new(),
+                    pending: HashSet::new(),
                     jobs: Jobs::default(),
+                    handed_back: RefCell::new(Vec::new()),
                 };
                 t.run(&sfd);
             })?;
@@ -127,18 +149,17 @@ struct Loop {
     rx: Receiver<Request>,
     tx: Sender<Request>,
     wake: Arc<OwnedFd>,
-    /// Tracees seen at least once.
-    known: HashSet<i32>,
-    /// New children announced by a clone/fork event, whose first stop is
-    /// the attach stop (to continue, not a group-stop).
-    fresh: HashSet<i32>,
-    /// Stopped threads waiting for a blocking handler; signals to deliver
-    /// to them afterwards.
-    pending: HashMap<i32, Vec<i32>>,
+    /// Stopped threads waiting for a blocking handler (signals sent to them
+    /// meanwhile stay pending in the kernel, delivered once they run).
+    pending: HashSet<i32>,
     /// The blocking handlers running, by caller tid: when the caller dies
     /// first, its handler is interrupted ([`platform::CANCEL`]) so it does
     /// not hold a slot forever.
     jobs: Jobs,
+    /// Stops read by an [`Injector`] that are not its own (the exec of
+    /// another thread, reported under the caller's tid): handled by
+    /// [`Loop::reap`] with the others.
+    handed_back: RefCell<Vec<Stop>>,
 }
 
 impl Loop {
@@ -168,11 +189,7 @@ impl Loop {
     fn request(&mut self, r: Request) {
         match r {
             Request::Seize(pid, reply) => {
-                let res = pt::seize(pid);
-                if res.is_ok() {
-                    self.known.insert(pid);
-                }
-                let _ = reply.send(res);
+                let _ = reply.send(pt::seize(pid));
             }
             Request::Done {
                 tid,
@@ -183,11 +200,10 @@ impl Loop {
             } => {
                 // A caller that died meanwhile is not answered: its tid may
                 // already name another thread.
-                let Some(sigs) = self.pending.remove(&tid) else { return };
-                platform::answer(self, &regs, &notif, name, outcome);
-                for s in sigs {
-                    resend(tid, s);
+                if !self.pending.remove(&tid) {
+                    return;
                 }
+                platform::answer(self, &regs, &notif, name, outcome);
             }
         }
     }
@@ -200,11 +216,8 @@ impl Loop {
     /// got past it (40 threads opening files while the main one exits).
     fn reap(&mut self) {
         loop {
-            let mut ready = Vec::new();
-            while let Ok(st) = waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
-                if st == WaitStatus::StillAlive {
-                    break;
-                }
+            let mut ready = self.handed_back.take();
+            while let Ok(Some(st)) = pt::wait(-1, true) {
                 ready.push(st);
             }
             if ready.is_empty() {
@@ -216,66 +229,56 @@ impl Loop {
         }
     }
 
-    fn status(&mut self, st: WaitStatus) {
+    /// Resumes a stop as the kernel would go on without a tracer (every
+    /// kind: see the module's documentation).
+    fn status(&mut self, st: Stop) {
         match st {
-            WaitStatus::PtraceEvent(pid, sig, ev) => {
-                let pid = pid.as_raw();
-                match ev {
-                    libc::PTRACE_EVENT_SECCOMP => self.seccomp(pid),
-                    libc::PTRACE_EVENT_CLONE | libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
-                        if let Ok(child) = pt::event_msg(pid) {
-                            let child = child as i32;
-                            if !self.known.contains(&child) {
-                                self.fresh.insert(child);
-                            }
-                        }
-                        let _ = pt::cont(pid, 0);
-                    }
-                    libc::PTRACE_EVENT_EXEC => self.exec(pid),
-                    libc::PTRACE_EVENT_STOP => {
-                        let first = self.fresh.remove(&pid) || self.known.insert(pid);
-                        let job_control = matches!(
-                            sig,
-                            Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU
-                        );
-                        if job_control && !first {
-                            // A group-stop: stay stopped until SIGCONT.
-                            let _ = pt::listen(pid);
-                        } else {
-                            let _ = pt::cont(pid, 0);
-                        }
-                    }
-                    _ => {
-                        let _ = pt::cont(pid, 0);
-                    }
+            Stop::Event(pid, ev) => match ev {
+                libc::PTRACE_EVENT_SECCOMP => self.seccomp(pid),
+                libc::PTRACE_EVENT_EXEC => self.exec(pid),
+                // Clone, fork, vfork: the child reports its own attach
+                // stop, maybe before this event.
+                _ => {
+                    let _ = pt::cont(pid, 0);
+                }
+            },
+            Stop::EventStop(pid, sig) => {
+                // The kernel reports the stop signal only while the
+                // thread's group is stopping or stopped (do_jobctl_trap),
+                // SIGTRAP otherwise: a new tracee's attach stop is a
+                // group-stop too when its group is stopped (a thread
+                // cloned meanwhile joins the stop), so it is listened as
+                // well rather than left running in a stopped process.
+                if job_control(sig) {
+                    // A group-stop: stay stopped until SIGCONT.
+                    let _ = pt::listen(pid);
+                } else {
+                    // The attach stop of a new tracee, or an interrupt
+                    // (or a SIGCONT) once its group-stop has ended.
+                    let _ = pt::cont(pid, 0);
                 }
             }
-            WaitStatus::Stopped(pid, sig) => {
-                let pid = pid.as_raw();
-                self.known.insert(pid);
-                self.fresh.remove(&pid);
+            Stop::Signal(pid, sig) => {
                 // Signal-delivery-stop: deliver it.
-                let _ = pt::cont(pid, sig as i32);
+                let _ = pt::cont(pid, sig);
             }
-            WaitStatus::PtraceSyscall(pid) => {
-                let _ = pt::cont(pid.as_raw(), 0);
+            Stop::Syscall(pid) => {
+                let _ = pt::cont(pid, 0);
             }
-            WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _) => {
-                let pid = pid.as_raw();
-                super::task::forget(pid);
-                self.known.remove(&pid);
-                self.fresh.remove(&pid);
-                if self.pending.remove(&pid).is_some() {
-                    self.jobs.cancel(|tid| tid == pid as u64);
-                }
-            }
-            _ => {}
+            Stop::Gone(pid) => self.gone_tid(pid),
+        }
+    }
+
+    /// Thread `tid` is gone: forget it, and interrupt its blocking handler.
+    fn gone_tid(&mut self, tid: i32) {
+        super::task::forget(tid);
+        if self.pending.remove(&tid) {
+            self.jobs.cancel(|t| t == tid as u64);
         }
     }
 
     /// A `SECCOMP_RET_TRACE` stop: decide and answer, as seccomp-notify.
     fn seccomp(&mut self, tid: i32) {
-        self.known.insert(tid);
         let Ok(regs) = pt::getregs(tid) else { return };
         let mut notif = sys::empty_notif();
         notif.pid = tid as u32;
@@ -289,6 +292,14 @@ impl Loop {
     /// PTRACE_EVENT_EXEC: the program now mapped must be allowed by the
     /// path rules, else the process dies before its first instruction.
     fn exec(&mut self, pid: i32) {
+        // A thread other than the leader that execs takes the leader's tid;
+        // its own tid ends without an exit report.
+        if let Ok(former) = pt::event_msg(pid) {
+            let former = former as i32;
+            if former != pid {
+                self.gone_tid(former);
+            }
+        }
         let path = exe_in_container(pid);
         let denied = path
             .as_deref()
@@ -326,22 +337,24 @@ impl Loop {
         fd: std::os::fd::BorrowedFd<'_>,
         cloexec: bool,
     ) -> io::Result<i32> {
-        let mut inj = Injector {
-            tid,
-            saved: regs,
-            at_seccomp: true,
-            signals: Vec::new(),
+        let mut inj = match Injector::new(tid, regs) {
+            Ok(inj) => inj,
+            // The call fails rather than run with signals deliverable
+            // in the middle of the injected calls.
+            Err(e) => return skip(tid, regs, -i64::from(libc::EIO)).and(Err(e)),
         };
         let result = self.inject_steps(&mut inj, fd, cloexec);
+        if let Some(st) = inj.handed_back.take() {
+            // Another thread exec'd: the caller is gone and this tid now
+            // runs the new program, whose exec stop the loop checks.
+            self.handed_back.borrow_mut().push(st);
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
         let ret = match &result {
             Ok(n) => i64::from(*n),
             Err(e) => -i64::from(e.raw_os_error().unwrap_or(libc::EIO)),
         };
-        let finish = inj.finish(ret);
-        for s in inj.signals {
-            resend(tid, s);
-        }
-        finish?;
+        inj.finish(ret)?;
         result
     }
 
@@ -485,7 +498,7 @@ impl Platform for Loop {
     ) {
         let tid = notif.pid as i32;
         let (sup, tx, wake) = (Arc::clone(&self.sup), self.tx.clone(), Arc::clone(&self.wake));
-        self.pending.insert(tid, Vec::new());
+        self.pending.insert(tid);
         let run = move || {
             let ctx = Ctx {
                 sup: &sup,
@@ -524,19 +537,52 @@ impl Platform for Loop {
 }
 
 /// Runs syscalls in a thread stopped at a seccomp stop, then resumes it
-/// with its original registers and a chosen return value.
+/// with its original registers, signal mask and a chosen return value.
+///
+/// The thread has every signal blocked meanwhile: a signal dequeued in the
+/// middle could only be delivered (its handler would run inside the
+/// injected sequence) or held back and sent again later, which loses its
+/// siginfo (glibc ignores a SIGSETXID or SIGCANCEL not sent by its own
+/// process) and the thread it was sent to. Blocked, it stays pending in the
+/// kernel, as it would have while the thread was in its syscall.
 struct Injector {
     tid: i32,
     saved: libc::user_regs_struct,
     /// Still at the seccomp stop (else at the exit stop of an injected call).
     at_seccomp: bool,
-    /// Signals that arrived meanwhile, delivered afterwards.
-    signals: Vec<i32>,
+    /// The thread's own signal mask, put back by [`Injector::finish`].
+    mask: u64,
+    /// The thread took part in a group-stop meanwhile (and was resumed to
+    /// finish): it reports it again once answered.
+    group_stop: bool,
+    /// A stop of this tid that ended the injection and is the loop's to
+    /// handle: PTRACE_EVENT_EXEC when another thread of the process
+    /// exec'd (the caller died in de_thread and the execing thread took
+    /// its tid, the thread group leader's).
+    handed_back: Option<Stop>,
 }
 
 impl Injector {
+    /// Takes thread `tid`, stopped at its seccomp stop with `regs`, and
+    /// blocks every signal in it.
+    fn new(tid: i32, regs: libc::user_regs_struct) -> io::Result<Injector> {
+        let mask = pt::sigmask(tid)?;
+        pt::set_sigmask(tid, !0)?;
+        Ok(Injector {
+            tid,
+            saved: regs,
+            at_seccomp: true,
+            mask,
+            group_stop: false,
+            handed_back: None,
+        })
+    }
+
     /// Runs syscall `nr(args)` in the tracee; returns its raw result.
     fn call(&mut self, nr: libc::c_long, args: [u64; 6]) -> io::Result<i64> {
+        if self.handed_back.is_some() {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
         let mut r = self.saved;
         r.rdi = args[0];
         r.rsi = args[1];
@@ -563,33 +609,42 @@ impl Injector {
     }
 
     /// Resumes with PTRACE_SYSCALL until the tracee is at a syscall-exit
-    /// stop; stashes signals that arrive meanwhile.
+    /// stop. Only this thread's stops are read: other threads' stay queued
+    /// for [`Loop::reap`].
     fn until_exit(&mut self) -> io::Result<()> {
         pt::syscall(self.tid, 0)?;
         loop {
-            let st = waitpid(Pid::from_raw(self.tid), Some(WaitPidFlag::__WALL)).map_err(io::Error::from)?;
-            match st {
-                WaitStatus::PtraceSyscall(_) => {
+            let gone = || io::Error::from_raw_os_error(libc::ESRCH);
+            let deliver = match pt::wait(self.tid, false)?.ok_or_else(gone)? {
+                Stop::Syscall(_) => {
                     if pt::syscall_stop_kind(self.tid)? == pt::SYSCALL_INFO_EXIT {
                         return Ok(());
                     }
-                    pt::syscall(self.tid, 0)?;
+                    0
                 }
-                WaitStatus::PtraceEvent(_, _, libc::PTRACE_EVENT_SECCOMP) => pt::syscall(self.tid, 0)?,
-                WaitStatus::PtraceEvent(_, sig, _) | WaitStatus::Stopped(_, sig) => {
-                    self.signals.push(sig as i32);
-                    pt::syscall(self.tid, 0)?;
+                // A seccomp stop of an injected call: it runs.
+                Stop::Event(_, libc::PTRACE_EVENT_SECCOMP) => 0,
+                st @ Stop::Event(..) => {
+                    self.handed_back = Some(st);
+                    return Err(gone());
                 }
-                WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH))
+                Stop::EventStop(_, sig) => {
+                    self.group_stop |= job_control(sig);
+                    0
                 }
-                _ => pt::syscall(self.tid, 0)?,
-            }
+                // Signals are blocked: this is SIGSTOP (its group-stop
+                // follows) or a signal the kernel forces; delivered now, as
+                // the kernel would.
+                Stop::Signal(_, sig) => sig,
+                Stop::Gone(_) => return Err(gone()),
+            };
+            pt::syscall(self.tid, deliver)?;
         }
     }
 
-    /// Restores the original registers with return value `ret` and
-    /// continues the tracee.
+    /// Restores the original registers with return value `ret`, and the
+    /// signal mask, and continues the tracee (which first reports the
+    /// group-stop it was taken out of, if any).
     fn finish(&mut self, ret: i64) -> io::Result<()> {
         let mut r = self.saved;
         r.rax = ret as u64;
@@ -598,8 +653,20 @@ impl Injector {
             r.orig_rax = u64::MAX;
         }
         pt::setregs(self.tid, &r)?;
+        pt::set_sigmask(self.tid, self.mask)?;
+        if self.group_stop {
+            // Trapped before it returns to user space: a PTRACE_EVENT_STOP
+            // with the stop signal while its group is still stopped (then
+            // listened), SIGTRAP if SIGCONT came meanwhile (continued).
+            pt::interrupt(self.tid)?;
+        }
         pt::cont(self.tid, 0)
     }
+}
+
+/// Whether `sig` is a stop signal (its PTRACE_EVENT_STOP is a group-stop).
+fn job_control(sig: i32) -> bool {
+    matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)
 }
 
 /// Skips the call a thread is stopped at and makes it return `ret`.
@@ -608,16 +675,6 @@ fn skip(tid: i32, mut regs: libc::user_regs_struct, ret: i64) -> io::Result<()> 
     regs.rax = ret as u64;
     pt::setregs(tid, &regs)?;
     pt::cont(tid, 0)
-}
-
-/// Sends `sig` again to thread `tid` (held back while it was stopped).
-fn resend(tid: i32, sig: i32) {
-    if sig == libc::SIGTRAP || sig == 0 {
-        return;
-    }
-    if let Ok(tgid) = pt::tgid(tid) {
-        let _ = crate::sys::process::tgkill(tgid, tid, sig);
-    }
 }
 
 /// The path of `pid`'s program inside its container: `/proc/PID/exe`

@@ -53,6 +53,90 @@ pub fn listen(pid: i32) -> io::Result<()> {
     req(libc::PTRACE_LISTEN, pid, 0, 0).map(|_| ())
 }
 
+/// PTRACE_INTERRUPT: make a running tracee trap (PTRACE_EVENT_STOP, which
+/// reports the group's stop signal while its group is stopped).
+pub fn interrupt(pid: i32) -> io::Result<()> {
+    req(libc::PTRACE_INTERRUPT, pid, 0, 0).map(|_| ())
+}
+
+/// PTRACE_GETSIGMASK: the stopped tracee's blocked signals (bit `n - 1`
+/// for signal `n`).
+pub fn sigmask(pid: i32) -> io::Result<u64> {
+    let mut v: u64 = 0;
+    req(libc::PTRACE_GETSIGMASK, pid, 8, &mut v as *mut _ as usize)?;
+    Ok(v)
+}
+
+/// PTRACE_SETSIGMASK: sets the stopped tracee's blocked signals (the kernel
+/// leaves SIGKILL and SIGSTOP out).
+pub fn set_sigmask(pid: i32, mask: u64) -> io::Result<()> {
+    req(libc::PTRACE_SETSIGMASK, pid, 8, &mask as *const _ as usize).map(|_| ())
+}
+
+/// A stop or end of a tracee as waitpid(2) reports it, with raw signal
+/// numbers.
+///
+/// nix's `WaitStatus` holds a `Signal`, which has no real-time signals:
+/// its `waitpid` fails with EINVAL for a stop of signal 32..64 (glibc's
+/// SIGCANCEL and SIGSETXID, SIGRTMIN+n), and it does so after the kernel
+/// has handed the status over, so the stop is consumed and lost and the
+/// thread stays stopped for ever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Exited or killed: gone.
+    Gone(i32),
+    /// Signal-delivery-stop of signal `.1`: resuming with it delivers it.
+    Signal(i32, i32),
+    /// PTRACE_EVENT_STOP: a group-stop (`.1` is the stop signal), the first
+    /// stop of a new tracee or an interrupt (`.1` is SIGTRAP).
+    EventStop(i32, i32),
+    /// Another PTRACE_EVENT_* (`.1`).
+    Event(i32, i32),
+    /// A syscall entry or exit stop (TRACESYSGOOD).
+    Syscall(i32),
+}
+
+/// waitpid(2) with `__WALL` for `pid` (-1: any tracee or child); with
+/// `nohang`, `None` when none is ready. EINTR is retried.
+pub fn wait(pid: i32, nohang: bool) -> io::Result<Option<Stop>> {
+    let flags = libc::__WALL | if nohang { libc::WNOHANG } else { 0 };
+    let mut status: libc::c_int = 0;
+    let tid = loop {
+        // SAFETY: `status` is a live c_int the kernel writes.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r >= 0 {
+            break r;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    };
+    if tid == 0 {
+        return Ok(None);
+    }
+    Ok(Some(decode(tid, status)))
+}
+
+/// Decodes a waitpid(2) status of tracee `tid`.
+pub fn decode(tid: i32, status: libc::c_int) -> Stop {
+    if !libc::WIFSTOPPED(status) {
+        // WIFEXITED or WIFSIGNALED (WCONTINUED is not asked for).
+        return Stop::Gone(tid);
+    }
+    let sig = libc::WSTOPSIG(status);
+    let event = status >> 16;
+    if sig == libc::SIGTRAP | 0x80 {
+        Stop::Syscall(tid)
+    } else if event == libc::PTRACE_EVENT_STOP {
+        Stop::EventStop(tid, sig)
+    } else if event != 0 {
+        Stop::Event(tid, event)
+    } else {
+        Stop::Signal(tid, sig)
+    }
+}
+
 /// PTRACE_GETEVENTMSG: the new pid of a clone/fork event.
 pub fn event_msg(pid: i32) -> io::Result<u64> {
     let mut v: libc::c_ulong = 0;
@@ -96,15 +180,6 @@ pub fn pidfd_pid(pidfd: BorrowedFd<'_>) -> io::Result<i32> {
         .and_then(|v| v.trim().parse().ok())
         .filter(|&p: &i32| p > 0)
         .ok_or_else(|| io::Error::other("the process has exited"))
-}
-
-/// The thread group (process) of thread `tid`.
-pub fn tgid(tid: i32) -> io::Result<i32> {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| io::Error::other(format!("no Tgid for {tid}")))
 }
 
 /// Whether this process (and so its descendants, which inherit its seccomp
@@ -159,5 +234,36 @@ pub fn probe_notify() -> Result<(), io::Error> {
                 None => Err(io::Error::other("the probe was killed")),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stopped status as the kernel writes it: `0x7f | sig << 8 | event << 16`.
+    fn stopped(sig: i32, event: i32) -> libc::c_int {
+        0x7f | (sig << 8) | (event << 16)
+    }
+
+    #[test]
+    fn decodes_every_stop_kind() {
+        // Real-time signals (glibc's SIGCANCEL 32, SIGSETXID 33, SIGRTMAX).
+        for sig in [32, 33, libc::SIGRTMAX()] {
+            assert_eq!(decode(7, stopped(sig, 0)), Stop::Signal(7, sig));
+        }
+        assert_eq!(decode(7, stopped(libc::SIGCHLD, 0)), Stop::Signal(7, libc::SIGCHLD));
+        assert_eq!(
+            decode(7, stopped(libc::SIGSTOP, libc::PTRACE_EVENT_STOP)),
+            Stop::EventStop(7, libc::SIGSTOP)
+        );
+        assert_eq!(
+            decode(7, stopped(libc::SIGTRAP, libc::PTRACE_EVENT_SECCOMP)),
+            Stop::Event(7, libc::PTRACE_EVENT_SECCOMP)
+        );
+        assert_eq!(decode(7, stopped(libc::SIGTRAP | 0x80, 0)), Stop::Syscall(7));
+        // Exited with 3; killed by SIGRTMIN (34).
+        assert_eq!(decode(7, 3 << 8), Stop::Gone(7));
+        assert_eq!(decode(7, 34), Stop::Gone(7));
     }
 }
