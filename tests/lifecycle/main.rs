@@ -1551,6 +1551,37 @@ fn an_unsupported_profile_flag_is_refused_naming_it() {
 // exec
 // ---------------------------------------------------------------------------
 
+/// A container without noNewPrivileges (Docker's default) and an exec
+/// whose process file (as `docker exec` writes it) has Docker's
+/// capabilities, none of them CAP_SYS_ADMIN: the exec runs (cordon lends
+/// CAP_SYS_ADMIN to install its filter, then drops it), without
+/// no_new_privs and with exactly the file's capabilities.
+#[test]
+fn exec_with_a_process_file_and_no_no_new_privs() {
+    let mut env = Env::busybox(&["probe", "sleep", "30"]);
+    env.config["process"]["noNewPrivileges"] = json!(false);
+    let id = unique("exec-nnp");
+    start_running(&env, &id);
+    let caps = [
+        "CAP_CHOWN",
+        "CAP_KILL",
+        "CAP_SETUID",
+        "CAP_SETGID",
+        "CAP_NET_BIND_SERVICE",
+    ];
+    let mut process = env.config["process"].clone();
+    process["args"] = json!(["sh", "-c", "grep -E 'NoNewPrivs|CapEff' /proc/self/status"]);
+    process["noNewPrivileges"] = json!(false);
+    process["capabilities"] = json!({"bounding": caps, "effective": caps, "permitted": caps});
+    let file = env.bundle.path().join("exec-process.json");
+    std::fs::write(&file, serde_json::to_vec(&process).unwrap()).unwrap();
+    let out = env.cordon(&["exec", "--process", &file.to_string_lossy(), &id]);
+    let text = ok(&out);
+    // CHOWN 0, KILL 5, SETGID 6, SETUID 7, NET_BIND_SERVICE 10.
+    assert_eq!(text, "CapEff:\t00000000000004e1\nNoNewPrivs:\t0\n", "{text}");
+    let _ = env.cordon(&["delete", "--force", &id]);
+}
+
 #[test]
 fn exec_prints_and_propagates_the_exit_code() {
     let env = Env::busybox(&["probe", "sleep", "30"]);

@@ -655,6 +655,18 @@ impl Runtime {
         } else {
             None
         };
+        // A process file of the caller's (`docker exec`, `podman exec`)
+        // carries its own capabilities: without no_new_privs, CAP_SYS_ADMIN
+        // is lent in a copy of it (the container's own process has it from
+        // create).
+        let lent_file = match opts.process.as_deref() {
+            Some(file) if !exec_no_new_privs => self.lend_in_process_file(&opts.id, file)?,
+            _ => None,
+        };
+        let lent_sys_admin = match &opts.process {
+            Some(_) => lent_file.is_some(),
+            None => meta.lent_sys_admin,
+        };
         let executor = CordonExecutor {
             prog,
             supervisor: sock.as_ref().map(|s| s.as_raw_fd()),
@@ -663,7 +675,7 @@ impl Runtime {
             landlock: meta.landlock.clone(),
             bundle_filter: self.bundle_filter_of(&opts.id)?,
             no_new_privs: exec_no_new_privs,
-            lent_sys_admin: meta.lent_sys_admin,
+            lent_sys_admin,
         };
         let env = opts.env.iter().cloned().collect();
         // libcontainer builds a tenant's process from arguments without a
@@ -672,7 +684,10 @@ impl Runtime {
             (None, true) => Some(self.tty_process(&c, opts)?),
             _ => None,
         };
-        let process = tty_process.clone().or_else(|| opts.process.clone());
+        let process = tty_process
+            .clone()
+            .or_else(|| lent_file.clone())
+            .or_else(|| opts.process.clone());
         let capture = super::setup_log::Capture::start();
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
@@ -700,7 +715,7 @@ impl Runtime {
             .build();
         let setup_errors = capture.map(|c| c.finish()).unwrap_or_default();
         let pid = pid.map_err(|e| set_up_error(&format!("exec in {:?}", opts.id), e, &setup_errors));
-        if let Some(p) = tty_process {
+        for p in [tty_process, lent_file].into_iter().flatten() {
             let _ = std::fs::remove_file(p);
         }
         drop(sock);
@@ -727,6 +742,27 @@ impl Runtime {
 
     /// A process.json for `exec --tty ARGS`: the container's process with
     /// these args, env, cwd and user, and `terminal: true`.
+    /// A copy of process file `file` with CAP_SYS_ADMIN lent
+    /// ([`super::executor::lend_sys_admin_to`]), in container `id`'s cordon
+    /// dir; `None` when the file has it already (or cannot be read: the
+    /// build then says why).
+    fn lend_in_process_file(&self, id: &str, file: &Path) -> Result<Option<PathBuf>> {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            return Ok(None);
+        };
+        let Ok(mut p) = serde_json::from_str::<oci_spec::runtime::Process>(&text) else {
+            return Ok(None);
+        };
+        if !super::executor::lend_sys_admin_to(&mut p) {
+            return Ok(None);
+        }
+        let path = self
+            .cordon_dir(id)
+            .join(format!("exec-lent-{}.json", std::process::id()));
+        std::fs::write(&path, serde_json::to_vec(&p)?).map_err(io("write exec process.json"))?;
+        Ok(Some(path))
+    }
+
     fn tty_process(&self, c: &Container, opts: &ExecOptions) -> Result<PathBuf> {
         let spec = Spec::load(c.bundle().join("config.json")).map_err(|cause| Error::Spec {
             what: format!("read the config of {:?}", opts.id),

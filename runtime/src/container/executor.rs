@@ -86,18 +86,28 @@ pub fn process_file_no_new_privs(file: &std::path::Path) -> Option<bool> {
 /// startContainer hook) gets its permitted set from the bounding set, not
 /// from this. Returns the spec and whether it was lent.
 pub fn lend_sys_admin(mut spec: Spec) -> (Spec, bool) {
-    use oci_spec::runtime::Capability;
     if asks_no_new_privs(&spec) {
         return (spec, false);
     }
     let Some(mut process) = spec.process().clone() else {
         return (spec, false);
     };
+    let lent = lend_sys_admin_to(&mut process);
+    spec.set_process(Some(process));
+    (spec, lent)
+}
+
+/// Adds CAP_SYS_ADMIN to `process`'s effective and permitted sets (never
+/// bounding) when they lack it; whether it did (see [`lend_sys_admin`]).
+/// For a process file of `exec --process` too (`docker exec`, `podman
+/// exec`: the engine writes the capabilities there).
+pub fn lend_sys_admin_to(process: &mut oci_spec::runtime::Process) -> bool {
+    use oci_spec::runtime::Capability;
     let mut caps = process.capabilities().clone().unwrap_or_default();
     let has =
         |set: &Option<oci_spec::runtime::Capabilities>| set.as_ref().is_some_and(|s| s.contains(&Capability::SysAdmin));
     if has(caps.effective()) && has(caps.permitted()) {
-        return (spec, false);
+        return false;
     }
     let with = |set: &Option<oci_spec::runtime::Capabilities>| {
         let mut s = set.clone().unwrap_or_default();
@@ -108,8 +118,7 @@ pub fn lend_sys_admin(mut spec: Spec) -> (Spec, bool) {
     caps.set_effective(effective);
     caps.set_permitted(permitted);
     process.set_capabilities(Some(caps));
-    spec.set_process(Some(process));
-    (spec, true)
+    true
 }
 
 /// Makes every stdio fd (0-2) that is `/dev/null` the container's
