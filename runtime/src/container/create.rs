@@ -617,25 +617,7 @@ impl Runtime {
             });
         }
         let meta = self.meta(&opts.id);
-        // The policy fixed at create (a container created by an older
-        // cordon has none: its name, then the runtime's).
-        let fixed = self.cordon_dir(&opts.id).join(POLICY_FILE);
-        let policy_name = if fixed.exists() {
-            fixed.to_string_lossy().into_owned()
-        } else if meta.policy.is_empty() {
-            self.config.policy.clone()
-        } else {
-            meta.policy.clone()
-        };
-        let policy = Policy::load(&policy_name)?;
-        // The filter of the container's init: file syscalls left to the
-        // kernel when its mounts enforce the path rules.
-        let policy = if meta.kernel_enforced {
-            policy.kernel_enforced(meta.guard_renames, meta.landlock.is_some())
-        } else {
-            policy
-        };
-        let policy = if meta.trace { policy.traced() } else { policy };
+        let policy = self.exec_policy(&opts.id, &meta)?;
         // As runc's exec: the process file's noNewPrivileges, else the
         // container's.
         let exec_no_new_privs = opts.no_new_privs
@@ -742,6 +724,29 @@ impl Runtime {
 
     /// A process.json for `exec --tty ARGS`: the container's process with
     /// these args, env, cwd and user, and `terminal: true`.
+    /// The policy an `exec` into container `id` runs under: the one fixed
+    /// at create (a container created by an older cordon has none: its
+    /// name, then the runtime's), as the init's filter has it (file
+    /// syscalls left to the kernel when its mounts enforce the path rules;
+    /// traced under `--trace`).
+    fn exec_policy(&self, id: &str, meta: &Meta) -> Result<Policy> {
+        let fixed = self.cordon_dir(id).join(POLICY_FILE);
+        let policy_name = if fixed.exists() {
+            fixed.to_string_lossy().into_owned()
+        } else if meta.policy.is_empty() {
+            self.config.policy.clone()
+        } else {
+            meta.policy.clone()
+        };
+        let policy = Policy::load(&policy_name)?;
+        let policy = if meta.kernel_enforced {
+            policy.kernel_enforced(meta.guard_renames, meta.landlock.is_some())
+        } else {
+            policy
+        };
+        Ok(if meta.trace { policy.traced() } else { policy })
+    }
+
     /// A copy of process file `file` with CAP_SYS_ADMIN lent
     /// ([`super::executor::lend_sys_admin_to`]), in container `id`'s cordon
     /// dir; `None` when the file has it already (or cannot be read: the
