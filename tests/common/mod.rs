@@ -649,3 +649,48 @@ pub fn signal(pid: i32, sig: i32) {
     let r = unsafe { libc::kill(pid, sig) };
     assert_eq!(r, 0, "kill({pid}, {sig}): {}", std::io::Error::last_os_error());
 }
+
+/// Docker's default capabilities (moby's `oci/caps/defaults.go`; CAP_MKNOD
+/// among them).
+pub const DOCKER_CAPS: [&str; 14] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FSETID",
+    "CAP_FOWNER",
+    "CAP_MKNOD",
+    "CAP_NET_RAW",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT",
+    "CAP_KILL",
+    "CAP_AUDIT_WRITE",
+];
+
+/// Runs `ip ARGS`; panics with its stderr when it fails.
+pub fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `f` on a thread that joined network namespace `ns` (by name, as
+/// `ip netns add` made it) and returns what it returns.
+pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
+    std::thread::spawn(move || {
+        // SAFETY: setns(2) on an fd we hold, for this thread only.
+        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .unwrap()
+}

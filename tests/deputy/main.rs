@@ -50,24 +50,6 @@ fn probe() -> &'static Path {
     })
 }
 
-/// Docker's default capabilities (CAP_MKNOD among them).
-const DOCKER_CAPS: [&str; 14] = [
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_FSETID",
-    "CAP_FOWNER",
-    "CAP_MKNOD",
-    "CAP_NET_RAW",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_SYS_CHROOT",
-    "CAP_KILL",
-    "CAP_AUDIT_WRITE",
-];
-
 /// A busybox container running `args` with the probe at /home, a tmpfs
 /// /tmp and Docker's default capabilities.
 fn env(args: &[&str]) -> Env {

@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,29 +31,6 @@ struct TestNet {
     /// Queries the DNS server received, by name.
     asked: Arc<Mutex<BTreeMap<String, usize>>>,
     dir: TempDir,
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Runs `f` on a thread that joined network namespace `ns` (by name).
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        // SAFETY: setns(2) on an fd we hold, for this thread only.
-        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .unwrap()
 }
 
 /// The DNS server's zone: A records (with an optional CNAME first), by

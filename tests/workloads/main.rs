@@ -16,7 +16,6 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,29 +85,6 @@ fn big() -> Vec<u8> {
     (0..20u32 << 20)
         .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
         .collect()
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Runs `f` on a thread that joined network namespace `ns`.
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        // SAFETY: setns(2) on an fd we hold, for this thread only.
-        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .unwrap()
 }
 
 /// The namespace the containers join, its servers and the files the
@@ -782,24 +758,6 @@ fn a_c_project_builds_with_make() {
     let net = Net::new();
     assert_same(Workload::sh("c-build", C_BUILD).compare(&net, Stdio3::Files, ""));
 }
-
-/// Docker's default capabilities (moby's `oci/caps/defaults.go`).
-const DOCKER_CAPS: [&str; 14] = [
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_FSETID",
-    "CAP_FOWNER",
-    "CAP_MKNOD",
-    "CAP_NET_RAW",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_SYS_CHROOT",
-    "CAP_KILL",
-    "CAP_AUDIT_WRITE",
-];
 
 /// A setuid-root program run by an unprivileged user, with the config's
 /// `noNewPrivileges` false (Docker's and podman's default: `sudo`, `su`,
