@@ -442,6 +442,58 @@ fn egress_policy_on_connect_sendto_sendmsg() {
     assert_eq!(r["result"], "EINPROGRESS");
 }
 
+/// The supervisor's work is charged to the container (cgroup v1): it
+/// joins the container's `cpu` and `cpuacct` cgroups (so a container
+/// limited to 0.1 CPU cannot make it burn a core), never its `freezer` or
+/// `pids`.
+#[test]
+fn the_supervisors_cpu_is_the_containers() {
+    let line = |pid: i32, controller: &str| -> Option<String> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        text.lines()
+            .find(|l| {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c.split(',').any(|c| c == controller))
+            })
+            .map(|l| l.split(':').nth(2).unwrap_or("").to_string())
+    };
+    if line(std::process::id() as i32, "cpu").is_none() {
+        eprintln!("no cgroup v1 cpu hierarchy on this host: the supervisor stays in its own cgroup (docs/SECURITY.md)");
+        return;
+    }
+    let mut env = Env::busybox(&["probe", "sleep", "60"]);
+    env.config["linux"]["resources"]["cpu"] = serde_json::json!({"quota": 10000, "period": 100000});
+    let id = unique("supcpu");
+    ok(&env.create(&id));
+    ok(&env.cordon(&["start", &id]));
+    let init = env.state(&id)["pid"].as_i64().expect("init pid") as i32;
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.root.path().join(".cordon").join(&id).join("meta.json")).unwrap())
+            .unwrap();
+    let sup = meta["supervisor_pid"].as_i64().expect("supervisor pid") as i32;
+    for controller in ["cpu", "cpuacct"] {
+        let want = line(init, controller);
+        wait_until(
+            &format!("the supervisor in the container's {controller} cgroup"),
+            std::time::Duration::from_secs(30),
+            || {
+                let got = line(sup, controller);
+                if got == want {
+                    Ok(())
+                } else {
+                    Err(format!("supervisor {got:?}, container {want:?}"))
+                }
+            },
+        );
+    }
+    for controller in ["freezer", "pids"] {
+        assert_ne!(line(sup, controller), line(init, controller), "{controller}");
+    }
+    ok(&env.cordon(&["delete", "--force", &id]));
+    assert!(!cgroup_leaked(&id), "the container's cgroups are removed");
+}
+
 #[test]
 fn killing_the_supervisor_kills_the_container() {
     let env = Env::busybox(&["probe", "sleep", "60"]);

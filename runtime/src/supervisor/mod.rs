@@ -123,7 +123,7 @@ pub struct Supervisor {
     pub names: dns::Names,
     /// Whether file syscalls come here (the path rules are not all enforced
     /// by the container's mounts): the supervisor then creates files for
-    /// the container and joins its memory cgroup.
+    /// the container and joins its memory cgroup too ([`join_cgroups`]).
     pub emulates_files: bool,
 }
 
@@ -335,45 +335,47 @@ fn serve_attachments(
     Ok(())
 }
 
-/// Moves the supervisor into the cgroup v1 `memory` cgroup of the
-/// container whose init is host pid `init`, so what the kernel allocates
-/// for the files it creates on the container's behalf (inodes, dentries)
-/// is charged to the container's limit, not to the host. Only `memory`:
-/// in the container's freezer the supervisor would freeze with it, and its
-/// threads do not belong in the container's pids count. A cgroup v2 host
-/// has no separate memory hierarchy and is left as it is.
+/// Moves the supervisor into the cgroup v1 `controllers` cgroups of the
+/// container whose init is host pid `init`, so its work for the container
+/// is charged to the container:
+/// - `cpu` and `cpuacct`, always: the CPU it spends on the container's
+///   calls (rendering views, emulating opens and connects) counts against
+///   the container's quota (`cpu.cfs_quota_us`) and usage, so a container
+///   limited to 0.1 CPU cannot make its supervisor burn a core;
+/// - `memory`, when file syscalls come to it: what the kernel allocates
+///   for the files it creates on the container's behalf (inodes, dentries)
+///   is charged to the container's limit, not to the host.
+///
+/// Never `freezer` (the supervisor would freeze with the container and
+/// could not answer a pause) nor `pids` (its threads are not the
+/// container's processes). A cgroup v2 host has no separate hierarchies
+/// and is left as it is (docs/SECURITY.md).
 ///
 /// Made by the supervisor itself once the init attaches, on a thread of
 /// its own: a v1 migration waits for an RCU grace period (about 13 ms
 /// here), which would otherwise sit on `create`'s path. The init makes no
-/// call before it attaches, so nothing is created for it before the move
-/// starts; a failure is recorded in the audit trail. Only when file
-/// syscalls come to the supervisor: under the kernel level it creates no
-/// file for the container, and the migration would hold up the
-/// container's own fork and exec meanwhile.
-fn join_memory_cgroup(sup: &Arc<Supervisor>, init: i32) {
+/// call before it attaches, so nothing is done for it before the move
+/// starts; a failure is recorded in the audit trail.
+fn join_cgroups(sup: &Arc<Supervisor>, init: i32, controllers: Vec<&'static str>) {
     let mover = Arc::clone(sup);
     let moved = std::thread::Builder::new()
-        .name("memcg".into())
+        .name("cgroups".into())
         .stack_size(64 * 1024)
         .spawn(move || {
-            let r = crate::cgroupv1::dir_of(init, "memory").and_then(|dir| match dir {
-                Some(dir) => std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()),
-                None => Ok(()),
-            });
-            if let Err(e) = r {
-                let what = format!("cannot join the container's memory cgroup: {e}");
-                mover.audit.record(0, "supervisor", &what, "event", "error");
+            for controller in controllers {
+                let r = crate::cgroupv1::dir_of(init, controller).and_then(|dir| match dir {
+                    Some(dir) => std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()),
+                    None => Ok(()),
+                });
+                if let Err(e) = r {
+                    let what = format!("cannot join the container's {controller} cgroup: {e}");
+                    mover.audit.record(0, "supervisor", &what, "event", "error");
+                }
             }
         });
     if moved.is_err() {
-        sup.audit.record(
-            0,
-            "supervisor",
-            "cannot start the memory cgroup thread",
-            "event",
-            "error",
-        );
+        sup.audit
+            .record(0, "supervisor", "cannot start the cgroup thread", "event", "error");
     }
 }
 
@@ -465,10 +467,12 @@ fn attach(
             // Keep the watchdog connection open for the process lifetime.
             std::mem::forget(wd);
         }
-        if sup.emulates_files {
-            if let Ok(pid) = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()) {
-                join_memory_cgroup(&sup, pid);
+        if let Ok(pid) = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()) {
+            let mut controllers = vec!["cpu", "cpuacct"];
+            if sup.emulates_files {
+                controllers.push("memory");
             }
+            join_cgroups(&sup, pid, controllers);
         }
     }
     let acked = if traced {
