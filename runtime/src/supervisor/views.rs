@@ -164,7 +164,8 @@ pub(crate) fn load(sup: &Supervisor, dirs: Option<&CgroupDirs>, caller: i32, cou
 
 /// The container's threads: (runnable or in uninterruptible sleep,
 /// runnable, all), from its cgroup's thread list (v1 `tasks` of the cpu
-/// or memory hierarchy, v2 `cgroup.threads`) and each `/proc/<tid>/stat`.
+/// or memory hierarchy, v2 `cgroup.threads`) and each `/proc/<tid>/stat`,
+/// the supervisor's own threads left out.
 /// The `opener`, waiting for this answer, counts as runnable, as a reader
 /// of the kernel's own file is (at least one thread runs whoever opened).
 fn tasks(dirs: &CgroupDirs, opener: i32) -> (usize, usize, usize) {
@@ -177,9 +178,21 @@ fn tasks(dirs: &CgroupDirs, opener: i32) -> (usize, usize, usize) {
     .flatten()
     .find_map(|p| std::fs::read_to_string(p).ok())
     .unwrap_or_default();
+    // The supervisor's own threads are in the container's cpu and memory
+    // cgroups too (charged to it: `join_cgroups`), but are not its threads.
+    let own: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     let (mut active, mut running, mut total, mut found) = (0, 0, 0, false);
     for tid in list.lines() {
         let tid = tid.trim();
+        if own.contains(tid) {
+            continue;
+        }
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{tid}/stat")) else {
             continue;
         };
