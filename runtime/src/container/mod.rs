@@ -598,6 +598,12 @@ impl Runtime {
             }
             c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
         }
+        // The supervisor sits in the container's cpu (and memory) cgroups,
+        // charged to it: it must be gone before they are removed (EBUSY).
+        // The container is stopped by now: nothing is left for it to do.
+        if let Some(pid) = self.meta(id).supervisor_pid {
+            stop_supervisor(pid, id);
+        }
         // Poststop hooks are cordon's to run, after the container is gone:
         // libcontainer would stop deleting at the first one that fails.
         let poststop = take_poststop_hooks(&c);
@@ -934,13 +940,28 @@ pub fn check_preserved_fds(n: i32) -> Result<()> {
 }
 
 /// Sends SIGKILL to the supervisor `pid` if it still is container `id`'s.
-fn kill_supervisor(pid: i32, id: &str) {
+/// [`kill_supervisor`], then waits (up to 10 s) until it has exited, so
+/// that it has left the container's cgroups.
+fn stop_supervisor(pid: i32, id: &str) {
     let Ok(pidfd) = crate::sys::pidfd_open(pid) else { return };
+    if !kill_supervisor(pid, id) {
+        return;
+    }
+    let mut pfd = [nix::poll::PollFd::new(pidfd.as_fd(), nix::poll::PollFlags::POLLIN)];
+    let _ = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(10_000u16));
+}
+
+/// Sends SIGKILL to supervisor `pid` of container `id` if the process is
+/// still that supervisor (its command line names `supervise` and the id);
+/// whether it did.
+fn kill_supervisor(pid: i32, id: &str) -> bool {
+    let Ok(pidfd) = crate::sys::pidfd_open(pid) else {
+        return false;
+    };
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-    if args.iter().any(|a| *a == b"supervise") && args.contains(&id.as_bytes()) {
-        let _ = crate::sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
-    }
+    let ours = args.iter().any(|a| *a == b"supervise") && args.contains(&id.as_bytes());
+    ours && crate::sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL).is_ok()
 }
 
 #[cfg(test)]
