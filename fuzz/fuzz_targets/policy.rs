@@ -10,12 +10,12 @@
 //! condition.
 #![no_main]
 
-use cordon::filter::{self, table};
+use cordon::abi::{table, AUDIT_ARCH_X86_64};
+use cordon::filter;
 use cordon::policy::model::{ArgOp, PathRule, SyscallRule};
 use cordon::policy::{Action, ArgMatch, NetAction, PathAccess, Policy, PolicyFile};
 use libfuzzer_sys::fuzz_target;
 
-use filter::AUDIT_ARCH_X86_64;
 /// BPF_MAXINSNS: the kernel refuses longer seccomp programs.
 const BPF_MAXINSNS: usize = 4096;
 

@@ -5,7 +5,7 @@ use std::io::{BufRead, Seek};
 use std::path::Path;
 
 use anyhow::Context;
-use cordon::filter::table;
+use cordon::abi::table;
 use cordon::policy::{Action, Policy};
 use cordon::supervisor::audit::Record;
 

@@ -9,7 +9,7 @@
 //!   nr >= 0x40000000 (x32 ABI)   -> ENOSYS
 //!   for each syscall with rules: nr == N -> its block
 //!   nr > max available, a hole   -> ENOSYS (unknown, or an ENOSYS entry
-//!                                   of the table: filter::table)
+//!                                   of the table: abi::table)
 //!   else                         -> default action
 //! block N: rule 1 conditions -> action 1; rule 2 ...; else default action
 //! ```
@@ -21,23 +21,12 @@
 //! `SECCOMP_RET_USER_NOTIF` on seccomp-notify, `SECCOMP_RET_TRACE` on
 //! ptrace ([`compile_for`]).
 
-mod entries_x86_64;
-pub mod table;
-mod table_x86_64;
-
+use crate::abi::table;
+use crate::abi::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64, I386_EXIT, I386_EXIT_GROUP, X32_SYSCALL_BIT};
 use crate::policy::{Action, ArgMatch, Policy};
 
 /// One BPF instruction (`struct sock_filter`).
 pub type Insn = libc::sock_filter;
-
-/// `AUDIT_ARCH_X86_64` (linux/audit.h): `seccomp_data.arch` of an x86-64
-/// syscall. The one definition: the filters, the bundle profile's
-/// compiler and both platforms' checks use it.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-const I386_EXIT: u32 = 1;
-const I386_EXIT_GROUP: u32 = 252;
 
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
@@ -437,7 +426,7 @@ mod tests {
     #[test]
     fn routing_socket_options_refused_in_the_filter() {
         let policy = Policy::load("default").unwrap();
-        let nr = crate::filter::table::number("setsockopt").unwrap();
+        let nr = table::number("setsockopt").unwrap();
         let eperm = action_value(Action::Deny, libc::EPERM);
         for prog in [compile(&policy), compile_for(&policy, crate::config::Platform::Ptrace)] {
             let at = |level: u64, opt: u64| evaluate(&prog, AUDIT_ARCH_X86_64, nr, &[3, level, opt, 0, 4, 0]);

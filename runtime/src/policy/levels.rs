@@ -34,7 +34,7 @@
 //! asks for.
 
 use super::{Action, PathAccess, Policy};
-use crate::filter::table;
+use crate::abi::table;
 
 /// The annotation that chooses the enforcement level.
 pub const ENFORCEMENT_ANNOTATION: &str = crate::annotations::ENFORCEMENT;

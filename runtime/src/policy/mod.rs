@@ -22,7 +22,7 @@ pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
 pub use net::{family_name, NetPolicy};
 pub use path::{is_write_open, PathPolicy};
 
-use crate::filter::table;
+use crate::abi::table;
 
 /// Policies compiled into the binary: (name, TOML source).
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -1235,7 +1235,7 @@ mod tests {
         for args in [[0; 6], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]] {
             let (act, errno) = ok.decide(nr, &args);
             assert_eq!(
-                crate::filter::evaluate(&prog, crate::filter::AUDIT_ARCH_X86_64, nr, &args),
+                crate::filter::evaluate(&prog, crate::abi::AUDIT_ARCH_X86_64, nr, &args),
                 crate::filter::action_value(act, errno),
                 "{args:?}"
             );

@@ -42,7 +42,7 @@ use super::Supervisor;
 use crate::sys;
 use crate::sys::ptrace as pt;
 
-use crate::filter::AUDIT_ARCH_X86_64;
+use crate::abi::AUDIT_ARCH_X86_64;
 
 enum Request {
     /// Seize this process and answer on the channel.
