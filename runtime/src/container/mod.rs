@@ -498,15 +498,15 @@ impl Runtime {
             .unwrap_or_else(|| bundle.join("rootfs"));
         let mut annotations = c.state.annotations.clone().unwrap_or_default();
         if !meta.policy.is_empty() {
-            annotations.insert(crate::config::POLICY_ANNOTATION.into(), meta.policy.clone());
-            annotations.insert(crate::config::PLATFORM_ANNOTATION.into(), meta.platform.clone());
+            annotations.insert(crate::annotations::POLICY.into(), meta.policy.clone());
+            annotations.insert(crate::annotations::PLATFORM.into(), meta.platform.clone());
             if let Some(why) = &meta.fallback {
-                annotations.insert(format!("{}-fallback", crate::config::PLATFORM_ANNOTATION), why.clone());
+                annotations.insert(format!("{}-fallback", crate::annotations::PLATFORM), why.clone());
             }
             let level = if meta.kernel_enforced { "kernel" } else { "supervisor" };
-            annotations.insert(crate::policy::ENFORCEMENT_ANNOTATION.into(), level.into());
+            annotations.insert(crate::annotations::ENFORCEMENT.into(), level.into());
             if let Some(how) = &meta.enforcement {
-                annotations.insert(format!("{}-detail", crate::policy::ENFORCEMENT_ANNOTATION), how.clone());
+                annotations.insert(format!("{}-detail", crate::annotations::ENFORCEMENT), how.clone());
             }
         }
         let status = c.status();

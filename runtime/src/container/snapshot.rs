@@ -99,9 +99,6 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Default persistent directory of writable layers and checkpoints (the
-/// runtime config's `data_dir`).
-pub const DEFAULT_DATA_DIR: &str = "/var/lib/cordon";
 const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
 /// overlayfs' own xattrs (`trusted.overlay.*`): its bookkeeping, not the
 /// container's; only the opaque flag is kept ([`Entry::opaque`]).

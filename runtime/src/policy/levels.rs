@@ -36,9 +36,6 @@
 use super::{Action, PathAccess, Policy};
 use crate::abi::table;
 
-/// The annotation that chooses the enforcement level.
-pub const ENFORCEMENT_ANNOTATION: &str = crate::annotations::ENFORCEMENT;
-
 /// Where path rules are enforced (`org.cordon.enforcement`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Enforcement {

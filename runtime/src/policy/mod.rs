@@ -17,7 +17,7 @@ mod path;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use levels::{Enforcement, ENFORCEMENT_ANNOTATION};
+pub use levels::Enforcement;
 pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
 pub use net::{family_name, NetPolicy};
 pub use path::{is_write_open, PathPolicy};
