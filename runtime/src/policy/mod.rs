@@ -1151,7 +1151,7 @@ mod tests {
     fn views_keys() {
         let p = Policy::from_toml("name = 't'\n", "t").unwrap();
         assert!(p.source.views.proc && p.source.views.identity == model::Identity::Virtual);
-        assert_eq!(p.source.views.release, crate::views::RELEASE);
+        assert_eq!(p.source.views.release, model::RELEASE);
         let p = Policy::from_toml(
             "name = 't'\n[views]\nproc = false\nidentity = 'host'\nrelease = '5.15.0-x'\n",
             "t",
