@@ -21,13 +21,13 @@ const BPF_MAXINSNS: usize = 4096;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(rest) = data.strip_prefix(&[0xff]) {
-        check(Policy::compile(structured(rest), "fuzz"));
+        check(Policy::compile(structured(rest), "fuzz").and_then(|p| filter::fits(p, "fuzz")));
         return;
     }
     let Ok(text) = std::str::from_utf8(data) else { return };
-    check(Policy::from_toml(text, "fuzz.toml"));
+    check(filter::policy_from_toml(text, "fuzz.toml"));
     if let Ok(file) = serde_json::from_str::<PolicyFile>(text) {
-        check(Policy::compile(file, "fuzz.json"));
+        check(Policy::compile(file, "fuzz.json").and_then(|p| filter::fits(p, "fuzz.json")));
     }
 });
 

@@ -22,3 +22,6 @@ pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 pub const I386_EXIT: u32 = 1;
 /// `exit_group` on the i386 entry point.
 pub const I386_EXIT_GROUP: u32 = 252;
+/// `BPF_MAXINSNS` (linux/bpf_common.h): the longest classic BPF program
+/// the kernel loads.
+pub const BPF_MAXINSNS: usize = 4096;

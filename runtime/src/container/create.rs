@@ -159,9 +159,9 @@ impl Runtime {
         } = self.choose(&spec, opts)?;
         let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
         let (policy_name, full) = match &opts.fixed_policy {
-            Some((name, text)) => (name.clone(), Policy::from_toml(text, name)?),
+            Some((name, text)) => (name.clone(), crate::filter::policy_from_toml(text, name)?),
             None => {
-                let full = Policy::load(&policy_name).map_err(|e| {
+                let full = crate::filter::load_policy(&policy_name).map_err(|e| {
                     if policy_from_annotation {
                         crate::annotations::quiet(e)
                     } else {
@@ -627,7 +627,7 @@ impl Runtime {
         } else {
             meta.policy.clone()
         };
-        let policy = Policy::load(&policy_name)?;
+        let policy = crate::filter::load_policy(&policy_name)?;
         // The filter of the container's init: file syscalls left to the
         // kernel when its mounts enforce the path rules.
         let policy = if meta.kernel_enforced {

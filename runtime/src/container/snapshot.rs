@@ -1650,14 +1650,14 @@ impl super::Runtime {
         };
         let parent_text = match std::fs::read_to_string(self.cordon_dir(id).join(super::create::POLICY_FILE)) {
             Ok(text) => text,
-            Err(_) => toml::to_string_pretty(&crate::policy::Policy::load(&parent_name)?.source)
+            Err(_) => toml::to_string_pretty(&crate::filter::load_policy(&parent_name)?.source)
                 .map_err(Error::RenderPolicy)?,
         };
         let Some(asked) = asked else {
             return Ok((parent_name, parent_text));
         };
-        let parent = crate::policy::Policy::from_toml(&parent_text, &parent_name)?;
-        let candidate = crate::policy::Policy::load(asked)?;
+        let parent = crate::filter::policy_from_toml(&parent_text, &parent_name)?;
+        let candidate = crate::filter::load_policy(asked)?;
         crate::policy::narrow::only_narrows(&parent.source, &candidate.source).map_err(|why| {
             other(format!(
                 "fork --policy {asked}: refused: {why} (a fork may only narrow the policy of {id:?}, {parent_name})"
