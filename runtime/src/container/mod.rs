@@ -40,6 +40,9 @@ pub const BINARY_ENV: &str = "CORDON_BINARY";
 pub const DEFAULT_ROOT: &str = "/run/cordon";
 const CORDON_DIR: &str = ".cordon";
 const META: &str = "meta.json";
+/// The policy a container was created with, in its cordon dir (TOML, as
+/// `policy show` prints it): what its supervisor and every `exec` load.
+pub const POLICY_FILE: &str = "policy.toml";
 
 /// Errors of life cycle operations. Messages name the id, path or field.
 #[derive(Debug, thiserror::Error)]

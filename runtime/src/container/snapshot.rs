@@ -1528,7 +1528,7 @@ impl super::Runtime {
             )));
         }
         // The policy fixed at create stays the container's.
-        let fixed_policy = std::fs::read_to_string(self.cordon_dir(id).join(super::create::POLICY_FILE))
+        let fixed_policy = std::fs::read_to_string(self.cordon_dir(id).join(super::POLICY_FILE))
             .ok()
             .map(|text| (meta.policy.clone(), text));
         self.audit_event(id, &format!("restore {name}: stopping the container"));
@@ -1648,7 +1648,7 @@ impl super::Runtime {
         } else {
             meta.policy.clone()
         };
-        let parent_text = match std::fs::read_to_string(self.cordon_dir(id).join(super::create::POLICY_FILE)) {
+        let parent_text = match std::fs::read_to_string(self.cordon_dir(id).join(super::POLICY_FILE)) {
             Ok(text) => text,
             Err(_) => toml::to_string_pretty(&crate::filter::load_policy(&parent_name)?.source)
                 .map_err(Error::RenderPolicy)?,
