@@ -6,6 +6,7 @@
 //! network matchers. The same compiled form drives the BPF filter
 //! ([`crate::filter`]) and the supervisor's decisions, so the two cannot drift.
 
+mod choice;
 pub mod landlock;
 pub mod levels;
 pub mod model;
@@ -505,7 +506,7 @@ fn floor_paths(base: &[model::PathRule]) -> Vec<model::PathRule> {
 /// `/proc/kcore` readable).
 fn loosens_floor(r: &model::PathRule, floor: &[model::PathRule]) -> bool {
     floor.iter().any(|f| {
-        levels::literal_base(&f.pattern)
+        choice::literal_base(&f.pattern)
             .is_some_and(|base| landlock::rank(r.access) > landlock::rank(f.access) && matches(&r.pattern, base))
     })
 }
@@ -531,7 +532,7 @@ fn check_floor(floor: &[model::PathRule], own: &[model::PathRule], origin: &str)
         return Ok(());
     };
     for (i, r) in own.iter().enumerate() {
-        let Some(base) = levels::literal_base(&r.pattern) else {
+        let Some(base) = choice::literal_base(&r.pattern) else {
             continue;
         };
         if floor.is_empty() || landlock::rank(r.access) <= landlock::rank(compiled.access(base)) {
