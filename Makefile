@@ -55,6 +55,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	tools/check-unsafe.sh
+	tools/check-layers.sh
 	@long=$$(sh tools/long-functions.sh); if [ -n "$$long" ]; then echo "functions over 100 lines:"; echo "$$long"; exit 1; fi
 
 # The main job: a real container under the supervisor, and what it intercepted.

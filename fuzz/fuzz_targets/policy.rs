@@ -10,24 +10,24 @@
 //! condition.
 #![no_main]
 
-use cordon::filter::{self, table};
+use cordon::abi::{table, AUDIT_ARCH_X86_64};
+use cordon::filter;
 use cordon::policy::model::{ArgOp, PathRule, SyscallRule};
 use cordon::policy::{Action, ArgMatch, NetAction, PathAccess, Policy, PolicyFile};
 use libfuzzer_sys::fuzz_target;
 
-use filter::AUDIT_ARCH_X86_64;
 /// BPF_MAXINSNS: the kernel refuses longer seccomp programs.
 const BPF_MAXINSNS: usize = 4096;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(rest) = data.strip_prefix(&[0xff]) {
-        check(Policy::compile(structured(rest), "fuzz"));
+        check(Policy::compile(structured(rest), "fuzz").and_then(|p| filter::fits(p, "fuzz")));
         return;
     }
     let Ok(text) = std::str::from_utf8(data) else { return };
-    check(Policy::from_toml(text, "fuzz.toml"));
+    check(filter::policy_from_toml(text, "fuzz.toml"));
     if let Ok(file) = serde_json::from_str::<PolicyFile>(text) {
-        check(Policy::compile(file, "fuzz.json"));
+        check(Policy::compile(file, "fuzz.json").and_then(|p| filter::fits(p, "fuzz.json")));
     }
 });
 

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::{ConfigError, Platform, RuntimeConfig};
+use crate::config::{AnnotationGate, ConfigError, Platform, RuntimeConfig};
 use crate::policy::Enforcement;
 
 /// The prefix of every annotation cordon owns.
@@ -62,77 +62,6 @@ pub const KEYS: &[Key] = &[
         doc: "root filesystem: bundle, or overlay (a writable layer cordon owns, for checkpoints), among those [annotations] rootfs allows",
     },
 ];
-
-/// What containers may choose through annotations: the `[annotations]`
-/// table of the runtime configuration.
-///
-/// ```toml
-/// [annotations]
-/// allow = true                                         # false: every org.cordon.* annotation is refused
-/// policies = ["default", "audit", "agent", "/etc/cordon/policies/"]
-/// platforms = ["seccomp-notify", "ptrace"]
-/// enforcement = ["kernel", "supervisor"]
-/// rootfs = ["bundle", "overlay"]
-/// ```
-///
-/// An entry of `policies` is a built-in name, an absolute path (a policy
-/// file, or a directory whose files, at any depth, are allowed; symlinks
-/// are resolved first, so a link out of the directory is refused), or `*`
-/// (anything, the runtime's own choice included).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AnnotationGate {
-    /// Whether containers may set `org.cordon.*` annotations at all.
-    #[serde(default = "yes")]
-    pub allow: bool,
-    /// What `org.cordon.policy` may name.
-    #[serde(default = "default_policies")]
-    pub policies: Vec<String>,
-    /// What `org.cordon.platform` may name.
-    #[serde(default = "default_platforms")]
-    pub platforms: Vec<String>,
-    /// What `org.cordon.enforcement` may name.
-    #[serde(default = "default_enforcement")]
-    pub enforcement: Vec<String>,
-    /// What `org.cordon.rootfs` may name. Both by default: an overlay
-    /// only adds isolation (the bundle's files are never written).
-    #[serde(default = "default_rootfs")]
-    pub rootfs: Vec<String>,
-}
-
-fn yes() -> bool {
-    true
-}
-fn default_policies() -> Vec<String> {
-    // `agent` only narrows the default's egress: a container may ask for it.
-    vec![
-        "default".into(),
-        "audit".into(),
-        "agent".into(),
-        "/etc/cordon/policies/".into(),
-    ]
-}
-fn default_platforms() -> Vec<String> {
-    vec![Platform::SeccompNotify.name().into(), Platform::Ptrace.name().into()]
-}
-fn default_rootfs() -> Vec<String> {
-    vec!["bundle".into(), "overlay".into()]
-}
-fn default_enforcement() -> Vec<String> {
-    vec![Enforcement::Kernel.name().into(), Enforcement::Supervisor.name().into()]
-}
-
-impl Default for AnnotationGate {
-    fn default() -> Self {
-        Self {
-            allow: true,
-            policies: default_policies(),
-            platforms: default_platforms(),
-            enforcement: default_enforcement(),
-            rootfs: default_rootfs(),
-        }
-    }
-}
 
 /// What a container runs with: from its annotations where the gate lets
 /// them choose, else from the runtime configuration.

@@ -23,12 +23,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::policy::Enforcement;
+
 /// Default location of the configuration file.
 pub const DEFAULT_PATH: &str = "/etc/cordon/config.toml";
-/// Annotation that chooses a container's policy (a built-in name or a file).
-pub const POLICY_ANNOTATION: &str = crate::annotations::POLICY;
-/// Annotation that chooses a container's platform.
-pub const PLATFORM_ANNOTATION: &str = crate::annotations::PLATFORM;
+/// Default persistent directory of writable layers and checkpoints (the
+/// `data_dir` key).
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/cordon";
 /// Environment variable `create` gives the supervisor: the container's NIS
 /// domain name (config.json's `domainname`, else the host's), for the
 /// emulated uname.
@@ -82,10 +83,10 @@ pub struct RuntimeConfig {
     pub data_dir: PathBuf,
     /// Where audit trails of deleted containers are kept.
     #[serde(default)]
-    pub audit: crate::supervisor::audit::Retention,
+    pub audit: Retention,
     /// What containers may choose through `org.cordon.*` annotations.
     #[serde(default)]
-    pub annotations: crate::annotations::AnnotationGate,
+    pub annotations: AnnotationGate,
 }
 
 fn default_policy() -> String {
@@ -95,7 +96,7 @@ fn default_platform() -> String {
     "seccomp-notify".into()
 }
 fn default_data_dir() -> PathBuf {
-    crate::container::snapshot::DEFAULT_DATA_DIR.into()
+    DEFAULT_DATA_DIR.into()
 }
 
 impl Default for RuntimeConfig {
@@ -153,7 +154,7 @@ impl RuntimeConfig {
         }
         for (i, e) in gate.enforcement.iter().enumerate() {
             if e != "*" {
-                crate::policy::Enforcement::parse(e, &at(&format!("annotations.enforcement[{i}]")))
+                Enforcement::parse(e, &at(&format!("annotations.enforcement[{i}]")))
                     .map_err(ConfigError::Unsupported)?;
             }
         }
@@ -168,6 +169,128 @@ impl RuntimeConfig {
         }
         Ok(cfg)
     }
+}
+
+/// Where audit trails of deleted containers are kept, and for how long:
+/// the `[audit]` table of the runtime configuration (the supervisor's
+/// audit trail, `supervisor/audit.rs`, keeps and prunes them).
+///
+/// ```toml
+/// [audit]
+/// keep = true                 # false: a trail goes with its container
+/// dir = "/var/log/cordon"
+/// max_total_mb = 256          # the oldest trails go first beyond this
+/// max_age_days = 7
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retention {
+    /// Whether `delete` keeps the trail.
+    #[serde(default = "yes")]
+    pub keep: bool,
+    /// Directory of kept trails, `<id>@<unix nanoseconds>.jsonl` each.
+    #[serde(default = "default_audit_dir")]
+    pub dir: PathBuf,
+    /// Total size of the kept trails, in MiB.
+    #[serde(default = "default_audit_mb")]
+    pub max_total_mb: u64,
+    /// Age after which a kept trail is removed, in days.
+    #[serde(default = "default_audit_days")]
+    pub max_age_days: u64,
+}
+
+fn default_audit_dir() -> PathBuf {
+    PathBuf::from("/var/log/cordon")
+}
+fn default_audit_mb() -> u64 {
+    256
+}
+fn default_audit_days() -> u64 {
+    7
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            keep: true,
+            dir: default_audit_dir(),
+            max_total_mb: default_audit_mb(),
+            max_age_days: default_audit_days(),
+        }
+    }
+}
+
+/// What containers may choose through annotations: the `[annotations]`
+/// table of the runtime configuration (`annotations.rs` holds a container's
+/// annotations to it).
+///
+/// ```toml
+/// [annotations]
+/// allow = true                                         # false: every org.cordon.* annotation is refused
+/// policies = ["default", "audit", "agent", "/etc/cordon/policies/"]
+/// platforms = ["seccomp-notify", "ptrace"]
+/// enforcement = ["kernel", "supervisor"]
+/// rootfs = ["bundle", "overlay"]
+/// ```
+///
+/// An entry of `policies` is a built-in name, an absolute path (a policy
+/// file, or a directory whose files, at any depth, are allowed; symlinks
+/// are resolved first, so a link out of the directory is refused), or `*`
+/// (anything, the runtime's own choice included).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnnotationGate {
+    /// Whether containers may set `org.cordon.*` annotations at all.
+    #[serde(default = "yes")]
+    pub allow: bool,
+    /// What `org.cordon.policy` may name.
+    #[serde(default = "default_policies")]
+    pub policies: Vec<String>,
+    /// What `org.cordon.platform` may name.
+    #[serde(default = "default_platforms")]
+    pub platforms: Vec<String>,
+    /// What `org.cordon.enforcement` may name.
+    #[serde(default = "default_enforcement")]
+    pub enforcement: Vec<String>,
+    /// What `org.cordon.rootfs` may name. Both by default: an overlay
+    /// only adds isolation (the bundle's files are never written).
+    #[serde(default = "default_rootfs")]
+    pub rootfs: Vec<String>,
+}
+
+fn default_policies() -> Vec<String> {
+    // `agent` only narrows the default's egress: a container may ask for it.
+    vec![
+        "default".into(),
+        "audit".into(),
+        "agent".into(),
+        "/etc/cordon/policies/".into(),
+    ]
+}
+fn default_platforms() -> Vec<String> {
+    vec![Platform::SeccompNotify.name().into(), Platform::Ptrace.name().into()]
+}
+fn default_rootfs() -> Vec<String> {
+    vec!["bundle".into(), "overlay".into()]
+}
+fn default_enforcement() -> Vec<String> {
+    vec![Enforcement::Kernel.name().into(), Enforcement::Supervisor.name().into()]
+}
+
+impl Default for AnnotationGate {
+    fn default() -> Self {
+        Self {
+            allow: true,
+            policies: default_policies(),
+            platforms: default_platforms(),
+            enforcement: default_enforcement(),
+            rootfs: default_rootfs(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How the supervisor receives the syscalls a policy sends it (gVisor

@@ -4,6 +4,7 @@
 //!
 //! The library does the work; the `cordon` binary only parses and calls.
 
+pub mod abi;
 pub mod annotations;
 pub mod cgroupv1;
 pub mod config;

@@ -5,7 +5,7 @@ use std::io::{BufRead, Seek};
 use std::path::Path;
 
 use anyhow::Context;
-use cordon::filter::table;
+use cordon::abi::table;
 use cordon::policy::{Action, Policy};
 use cordon::supervisor::audit::Record;
 
@@ -25,7 +25,7 @@ pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
                 Some(p) => p,
                 None => cordon::config::RuntimeConfig::load()?.policy,
             };
-            let p = Policy::load(&name)?;
+            let p = cordon::filter::load_policy(&name)?;
             if explain {
                 let plan = match &bundle {
                     Some(b) => cordon::container::plan_for_bundle(&p, cordon::policy::Enforcement::Kernel, b)?,
@@ -42,7 +42,7 @@ pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
             }
         }
         PolicyCmd::Check { file } => {
-            let p = Policy::load(&file)?;
+            let p = cordon::filter::load_policy(&file)?;
             for w in p.shadowed_paths() {
                 eprintln!("cordon: warning: policy {file}: {w}");
             }
@@ -235,7 +235,7 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
 }
 
 pub fn syscalls(a: SyscallsArgs) -> anyhow::Result<i32> {
-    let p = Policy::load(&a.policy)?;
+    let p = cordon::filter::load_policy(&a.policy)?;
     let rows: Vec<(u32, &str, String, &table::Entry)> = table::entries()
         .map(|(nr, e)| {
             let rules = p.rules.get(&nr);

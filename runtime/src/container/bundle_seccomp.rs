@@ -52,9 +52,7 @@ fn err(field: impl Into<String>, reason: impl std::fmt::Display) -> ProfileError
     }
 }
 
-use crate::filter::AUDIT_ARCH_X86_64;
-const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+use crate::abi::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT};
 
 fn scmp_arch(a: Arch) -> ScmpArch {
     match a {

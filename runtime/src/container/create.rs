@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use super::bundle_seccomp::{self, BundleFilter};
 use super::executor::CordonExecutor;
-use super::{io, lib, validate, Error, Meta, Result, Runtime};
+use super::validate::is_bind;
+use super::{io, lib, validate, Error, Meta, Result, Runtime, POLICY_FILE};
 use crate::policy::Policy;
 use crate::supervisor::handshake::Role;
 
@@ -159,9 +160,9 @@ impl Runtime {
         } = self.choose(&spec, opts)?;
         let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
         let (policy_name, full) = match &opts.fixed_policy {
-            Some((name, text)) => (name.clone(), Policy::from_toml(text, name)?),
+            Some((name, text)) => (name.clone(), crate::filter::policy_from_toml(text, name)?),
             None => {
-                let full = Policy::load(&policy_name).map_err(|e| {
+                let full = crate::filter::load_policy(&policy_name).map_err(|e| {
                     if policy_from_annotation {
                         crate::annotations::quiet(e)
                     } else {
@@ -738,7 +739,7 @@ impl Runtime {
         } else {
             meta.policy.clone()
         };
-        let policy = Policy::load(&policy_name)?;
+        let policy = crate::filter::load_policy(&policy_name)?;
         let policy = if meta.kernel_enforced {
             policy.kernel_enforced(meta.guard_renames, meta.landlock.is_some())
         } else {
@@ -808,13 +809,6 @@ impl Runtime {
     }
 }
 
-/// A failed build as one line: libcontainer's error, and when its forked
-/// processes logged what failed, its last step ("failed to prepare
-/// rootfs") with that detail (the mount destination or step, the errno).
-/// The policy a container was created with, in its cordon dir (TOML, as
-/// `policy show` prints it): what its supervisor and every `exec` load.
-pub const POLICY_FILE: &str = "policy.toml";
-
 /// Writes `bytes` to a new file at `path`, readable by root only.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
@@ -827,6 +821,9 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)
 }
 
+/// A failed build as one line: libcontainer's error, and when its forked
+/// processes logged what failed, its last step ("failed to prepare
+/// rootfs") with that detail (the mount destination or step, the errno).
 fn set_up_error(what: &str, e: libcontainer::error::LibcontainerError, logged: &[String]) -> Error {
     match super::setup_log::describe(logged) {
         Some(detail) => {
@@ -890,11 +887,6 @@ fn compile_bundle_profile(
         source,
     })?;
     Ok(Some(Arc::new(f)))
-}
-
-/// Whether `m` is a bind mount (type `bind`, or a `bind`/`rbind` option).
-pub(crate) fn is_bind(m: &oci_spec::runtime::Mount) -> bool {
-    m.typ().as_deref() == Some("bind") || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind")
 }
 
 /// Whether the spec asks for a new network namespace (no path to join).

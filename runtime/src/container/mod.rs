@@ -40,6 +40,9 @@ pub const BINARY_ENV: &str = "CORDON_BINARY";
 pub const DEFAULT_ROOT: &str = "/run/cordon";
 const CORDON_DIR: &str = ".cordon";
 const META: &str = "meta.json";
+/// The policy a container was created with, in its cordon dir (TOML, as
+/// `policy show` prints it): what its supervisor and every `exec` load.
+pub const POLICY_FILE: &str = "policy.toml";
 
 /// Errors of life cycle operations. Messages name the id, path or field.
 #[derive(Debug, thiserror::Error)]
@@ -498,15 +501,15 @@ impl Runtime {
             .unwrap_or_else(|| bundle.join("rootfs"));
         let mut annotations = c.state.annotations.clone().unwrap_or_default();
         if !meta.policy.is_empty() {
-            annotations.insert(crate::config::POLICY_ANNOTATION.into(), meta.policy.clone());
-            annotations.insert(crate::config::PLATFORM_ANNOTATION.into(), meta.platform.clone());
+            annotations.insert(crate::annotations::POLICY.into(), meta.policy.clone());
+            annotations.insert(crate::annotations::PLATFORM.into(), meta.platform.clone());
             if let Some(why) = &meta.fallback {
-                annotations.insert(format!("{}-fallback", crate::config::PLATFORM_ANNOTATION), why.clone());
+                annotations.insert(format!("{}-fallback", crate::annotations::PLATFORM), why.clone());
             }
             let level = if meta.kernel_enforced { "kernel" } else { "supervisor" };
-            annotations.insert(crate::policy::ENFORCEMENT_ANNOTATION.into(), level.into());
+            annotations.insert(crate::annotations::ENFORCEMENT.into(), level.into());
             if let Some(how) = &meta.enforcement {
-                annotations.insert(format!("{}-detail", crate::policy::ENFORCEMENT_ANNOTATION), how.clone());
+                annotations.insert(format!("{}-detail", crate::annotations::ENFORCEMENT), how.clone());
             }
         }
         let status = c.status();

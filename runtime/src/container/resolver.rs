@@ -141,7 +141,7 @@ pub fn redirecting_capability(spec: &Spec, policy: &Policy) -> Option<&'static s
     if holds(Capability::NetAdmin) {
         return Some("CAP_NET_ADMIN");
     }
-    let raw_allowed = crate::filter::table::number("socket").is_some_and(|nr| {
+    let raw_allowed = crate::abi::table::number("socket").is_some_and(|nr| {
         let args = [libc::AF_INET as u64, libc::SOCK_RAW as u64, 0, 0, 0, 0];
         policy.decide(nr, &args).0 != crate::policy::Action::Deny
     });

@@ -99,9 +99,6 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Default persistent directory of writable layers and checkpoints (the
-/// runtime config's `data_dir`).
-pub const DEFAULT_DATA_DIR: &str = "/var/lib/cordon";
 const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
 /// overlayfs' own xattrs (`trusted.overlay.*`): its bookkeeping, not the
 /// container's; only the opaque flag is kept ([`Entry::opaque`]).
@@ -1531,7 +1528,7 @@ impl super::Runtime {
             )));
         }
         // The policy fixed at create stays the container's.
-        let fixed_policy = std::fs::read_to_string(self.cordon_dir(id).join(super::create::POLICY_FILE))
+        let fixed_policy = std::fs::read_to_string(self.cordon_dir(id).join(super::POLICY_FILE))
             .ok()
             .map(|text| (meta.policy.clone(), text));
         self.audit_event(id, &format!("restore {name}: stopping the container"));
@@ -1651,16 +1648,16 @@ impl super::Runtime {
         } else {
             meta.policy.clone()
         };
-        let parent_text = match std::fs::read_to_string(self.cordon_dir(id).join(super::create::POLICY_FILE)) {
+        let parent_text = match std::fs::read_to_string(self.cordon_dir(id).join(super::POLICY_FILE)) {
             Ok(text) => text,
-            Err(_) => toml::to_string_pretty(&crate::policy::Policy::load(&parent_name)?.source)
+            Err(_) => toml::to_string_pretty(&crate::filter::load_policy(&parent_name)?.source)
                 .map_err(Error::RenderPolicy)?,
         };
         let Some(asked) = asked else {
             return Ok((parent_name, parent_text));
         };
-        let parent = crate::policy::Policy::from_toml(&parent_text, &parent_name)?;
-        let candidate = crate::policy::Policy::load(asked)?;
+        let parent = crate::filter::policy_from_toml(&parent_text, &parent_name)?;
+        let candidate = crate::filter::load_policy(asked)?;
         crate::policy::narrow::only_narrows(&parent.source, &candidate.source).map_err(|why| {
             other(format!(
                 "fork --policy {asked}: refused: {why} (a fork may only narrow the policy of {id:?}, {parent_name})"

@@ -166,7 +166,7 @@ fn check_mounts(mounts: &[Mount]) -> Result<(), (&'static str, String)> {
     for m in mounts {
         // `source` is optional (a proc or tmpfs mount needs none), but
         // a bind mount without one has nothing to bind.
-        if m.source().is_none() && super::create::is_bind(m) {
+        if m.source().is_none() && is_bind(m) {
             return Err((
                 "mounts",
                 format!("{}: a bind mount needs a source", m.destination().display()),
@@ -321,6 +321,11 @@ fn check_rlimits(rlimits: &[oci_spec::runtime::PosixRlimit]) -> Result<(), (&'st
         }
     }
     Ok(())
+}
+
+/// Whether `m` is a bind mount (type `bind`, or a `bind`/`rbind` option).
+pub(crate) fn is_bind(m: &Mount) -> bool {
+    m.typ().as_deref() == Some("bind") || m.options().iter().flatten().any(|o| o == "bind" || o == "rbind")
 }
 
 #[cfg(test)]

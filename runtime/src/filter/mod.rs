@@ -9,7 +9,7 @@
 //!   nr >= 0x40000000 (x32 ABI)   -> ENOSYS
 //!   for each syscall with rules: nr == N -> its block
 //!   nr > max available, a hole   -> ENOSYS (unknown, or an ENOSYS entry
-//!                                   of the table: filter::table)
+//!                                   of the table: abi::table)
 //!   else                         -> default action
 //! block N: rule 1 conditions -> action 1; rule 2 ...; else default action
 //! ```
@@ -20,24 +20,17 @@
 //! The platform decides what "send to the supervisor" compiles to:
 //! `SECCOMP_RET_USER_NOTIF` on seccomp-notify, `SECCOMP_RET_TRACE` on
 //! ptrace ([`compile_for`]).
+//!
+//! A policy whose program is longer than the kernel loads is refused when
+//! it is loaded to be run or judged ([`load_policy`], [`fits`]), with the
+//! rule at fault named as the policy's own errors name theirs.
 
-mod entries_x86_64;
-pub mod table;
-mod table_x86_64;
-
-use crate::policy::{Action, ArgMatch, Policy};
+use crate::abi::table;
+use crate::abi::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64, BPF_MAXINSNS, I386_EXIT, I386_EXIT_GROUP, X32_SYSCALL_BIT};
+use crate::policy::{Action, ArgMatch, Policy, PolicyError};
 
 /// One BPF instruction (`struct sock_filter`).
 pub type Insn = libc::sock_filter;
-
-/// `AUDIT_ARCH_X86_64` (linux/audit.h): `seccomp_data.arch` of an x86-64
-/// syscall. The one definition: the filters, the bundle profile's
-/// compiler and both platforms' checks use it.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-const I386_EXIT: u32 = 1;
-const I386_EXIT_GROUP: u32 = 252;
 
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
@@ -159,6 +152,34 @@ pub fn compile_for(policy: &Policy, platform: crate::config::Platform) -> Vec<In
     debug_assert_eq!(prefix.len(), END);
     prefix.append(&mut p);
     prefix
+}
+
+/// [`Policy::load`], refusing a policy whose program the kernel would not
+/// load ([`fits`]): how `create`, `exec`, `fork`, the supervisor and
+/// `cordon policy` load a policy.
+pub fn load_policy(name_or_path: &str) -> crate::policy::Result<Policy> {
+    fits(Policy::load(name_or_path)?, name_or_path)
+}
+
+/// [`Policy::from_toml`], refusing a policy whose program the kernel would
+/// not load ([`fits`]).
+pub fn policy_from_toml(text: &str, origin: &str) -> crate::policy::Result<Policy> {
+    fits(Policy::from_toml(text, origin)?, origin)
+}
+
+/// `policy` (loaded from `origin`), if its program is no longer than the
+/// kernel loads on either platform (the ptrace one, a guard first, is the
+/// longer); else [`PolicyError::Invalid`] naming its `syscall` rules.
+pub fn fits(policy: Policy, origin: &str) -> crate::policy::Result<Policy> {
+    let insns = compile_for(&policy, crate::config::Platform::Ptrace).len();
+    if insns > BPF_MAXINSNS {
+        return Err(PolicyError::Invalid {
+            policy: origin.to_string(),
+            rule: "syscall".into(),
+            msg: format!("the rules compile to {insns} BPF instructions; the kernel loads at most {BPF_MAXINSNS}"),
+        });
+    }
+    Ok(policy)
 }
 
 /// Compiles `policy` to a BPF program for x86-64 (with i386 and x32 refused)
@@ -437,7 +458,7 @@ mod tests {
     #[test]
     fn routing_socket_options_refused_in_the_filter() {
         let policy = Policy::load("default").unwrap();
-        let nr = crate::filter::table::number("setsockopt").unwrap();
+        let nr = table::number("setsockopt").unwrap();
         let eperm = action_value(Action::Deny, libc::EPERM);
         for prog in [compile(&policy), compile_for(&policy, crate::config::Platform::Ptrace)] {
             let at = |level: u64, opt: u64| evaluate(&prog, AUDIT_ARCH_X86_64, nr, &[3, level, opt, 0, 4, 0]);
@@ -463,6 +484,33 @@ mod tests {
                 assert_eq!(at(level, opt), libc::SECCOMP_RET_ALLOW, "level {level} option {opt}");
             }
         }
+    }
+
+    #[test]
+    fn too_long_a_filter_is_refused() {
+        let mut text = String::from("name='x'\n");
+        for i in 0..1000 {
+            text += &format!("[[syscall]]\nnames=['getpid']\naction='deny'\nargs=[{{index=0,op='eq',value={i}}}]\n");
+        }
+        let Err(e) = policy_from_toml(&text, "t") else {
+            panic!("a policy of 1000 rules was accepted");
+        };
+        assert!(e.to_string().contains("kernel loads at most 4096"), "{e}");
+        assert!(
+            e.to_string().starts_with("policy t: syscall: the rules compile to "),
+            "{e}"
+        );
+        // The same policy written to a file: refused where it is loaded.
+        let path = std::env::temp_dir().join(format!("cordon-too-long-{}.toml", std::process::id()));
+        std::fs::write(&path, &text).unwrap();
+        let loaded = load_policy(&path.to_string_lossy());
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            loaded.map(|_| ()).map_err(|e| e.to_string()),
+            Err(e
+                .to_string()
+                .replace("policy t:", &format!("policy {}:", path.display())))
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::levels::{below, literal_base, Choice, Existing, Level, Site};
+use super::choice::{below, literal_base, Choice, Existing, Level, Site};
 use super::model::PathRule;
 use super::{PathAccess, Policy};
 

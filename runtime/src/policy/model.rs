@@ -271,6 +271,10 @@ fn default_timeout_ms() -> u32 {
     2000
 }
 
+/// The kernel release the container sees by default (policy key
+/// `[views] release`).
+pub const RELEASE: &str = "6.1.0-cordon";
+
 /// Whose kernel identity the container sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -329,7 +333,7 @@ fn default_true() -> bool {
 }
 
 fn default_release() -> String {
-    crate::views::RELEASE.to_string()
+    RELEASE.to_string()
 }
 
 fn default_allow() -> Action {

@@ -25,6 +25,8 @@ pub const MAX_FILE_BYTES: u64 = 16 << 20;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Retention;
+
 /// One decision of the supervisor.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Record {
@@ -182,37 +184,6 @@ pub fn read_all(path: &Path) -> std::io::Result<Vec<Record>> {
         .collect())
 }
 
-/// Where audit trails of deleted containers are kept, and for how long:
-/// the `[audit]` table of the runtime configuration.
-///
-/// ```toml
-/// [audit]
-/// keep = true                 # false: a trail goes with its container
-/// dir = "/var/log/cordon"
-/// max_total_mb = 256          # the oldest trails go first beyond this
-/// max_age_days = 7
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Retention {
-    /// Whether `delete` keeps the trail.
-    #[serde(default = "yes")]
-    pub keep: bool,
-    /// Directory of kept trails, `<id>@<unix nanoseconds>.jsonl` each.
-    #[serde(default = "default_dir")]
-    pub dir: PathBuf,
-    /// Total size of the kept trails, in MiB.
-    #[serde(default = "default_total")]
-    pub max_total_mb: u64,
-    /// Age after which a kept trail is removed, in days.
-    #[serde(default = "default_age")]
-    pub max_age_days: u64,
-}
-
-fn yes() -> bool {
-    true
-}
-
 /// The part of a kept trail's file name that names container `id`: the id
 /// itself, or for an id too long for a file name with the time beside it
 /// (ids go up to 255 bytes), its first 180 bytes and a hash of the whole.
@@ -225,27 +196,6 @@ fn stem(id: &str) -> String {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
     format!("{}~{hash:016x}", &id[..180])
-}
-
-fn default_dir() -> PathBuf {
-    PathBuf::from("/var/log/cordon")
-}
-fn default_total() -> u64 {
-    256
-}
-fn default_age() -> u64 {
-    7
-}
-
-impl Default for Retention {
-    fn default() -> Self {
-        Self {
-            keep: true,
-            dir: default_dir(),
-            max_total_mb: default_total(),
-            max_age_days: default_age(),
-        }
-    }
 }
 
 impl Retention {

@@ -106,7 +106,7 @@ const ALLOWED: &[libc::c_long] = &[
     // rotating the audit trail (audit.rs): std::fs::rename is rename(2)
     libc::SYS_rename,
     // What the handlers do for the caller comes from the syscall table
-    // (filter::table::Family::host_calls): see allowed().
+    // (abi::table::Family::host_calls): see allowed().
     libc::SYS_umask,
     libc::SYS_poll,
     libc::SYS_ppoll,
@@ -144,9 +144,9 @@ const ALLOWED: &[libc::c_long] = &[
 
 /// [`ALLOWED`] plus the syscalls the emulation handlers make on the
 /// caller's behalf, as the syscall table lists them per family
-/// ([`crate::filter::table::Family::host_calls`]).
+/// ([`crate::abi::table::Family::host_calls`]).
 fn allowed() -> Vec<libc::c_long> {
-    use crate::filter::table;
+    use crate::abi::table;
     let mut v = ALLOWED.to_vec();
     let handlers = table::entries().filter_map(|(_, e)| e.family);
     for name in handlers.flat_map(|f| f.host_calls()) {
@@ -227,9 +227,9 @@ mod tests {
         program(FATAL, SeccompAction::Allow, SeccompAction::KillProcess).unwrap();
         program(&allowed, SeccompAction::Errno(1), SeccompAction::Allow).unwrap();
         // Each family's host calls are known to the table.
-        for (_, e) in crate::filter::table::entries() {
+        for (_, e) in crate::abi::table::entries() {
             for name in e.family.iter().flat_map(|f| f.host_calls()) {
-                assert!(crate::filter::table::number(name).is_some(), "{name}");
+                assert!(crate::abi::table::number(name).is_some(), "{name}");
             }
         }
     }

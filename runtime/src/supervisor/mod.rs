@@ -198,7 +198,7 @@ pub const MAX_BLOCKING: usize = 256;
 /// Runs the supervisor until the container's init exits. Never returns on
 /// success (the process exits); returns an error only if setup fails.
 pub fn run(opts: Options) -> Result<(), SupervisorError> {
-    let policy = Policy::load(&opts.policy)?;
+    let policy = crate::filter::load_policy(&opts.policy)?;
     let audit = audit::AuditLog::open(Some(&opts.dir.join(AUDIT))).map_err(io_err("open audit log"))?;
     let listener = match opts.listen_fd {
         // `fd` is the bound socket `cordon create` passed us; nothing else in

@@ -32,7 +32,7 @@ use nix::sys::signal::Signal;
 
 use super::syscalls::{self, Ctx, Job, Outcome, Reply};
 use super::Supervisor;
-use crate::filter::{table, AUDIT_ARCH_X86_64};
+use crate::abi::{table, AUDIT_ARCH_X86_64};
 use crate::policy::Action;
 use crate::sys;
 

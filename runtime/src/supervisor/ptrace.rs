@@ -65,7 +65,7 @@ use crate::sys;
 use crate::sys::ptrace as pt;
 use crate::sys::ptrace::Stop;
 
-use crate::filter::AUDIT_ARCH_X86_64;
+use crate::abi::AUDIT_ARCH_X86_64;
 
 enum Request {
     /// Seize this process and answer on the channel.

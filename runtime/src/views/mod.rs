@@ -30,9 +30,6 @@ use std::path::{Path, PathBuf};
 
 use crate::policy::model::{Identity, Views};
 
-/// The kernel release the container sees by default (policy key
-/// `[views] release`).
-pub const RELEASE: &str = "6.1.0-cordon";
 /// The kernel version string the container sees (`uname -v`,
 /// `/proc/sys/kernel/version`).
 pub const VERSION: &str = "#1 SMP PREEMPT_DYNAMIC cordon";
@@ -188,6 +185,7 @@ fn fanotify_works() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::model::RELEASE;
 
     #[test]
     fn identity_agrees_with_itself() {

@@ -146,11 +146,11 @@ impl Outcome {
 }
 
 /// Runs the handler for syscall `name`: the family the syscall table gives
-/// the notification's number ([`crate::filter::table::Entry::family`]).
+/// the notification's number ([`crate::abi::table::Entry::family`]).
 /// A number without one (the policy's validation refuses `emulate` for
 /// it) fails with ENOSYS.
 pub fn dispatch(ctx: &Ctx<'_>, name: &str) -> Outcome {
-    use crate::filter::table::{self, Family};
+    use crate::abi::table::{self, Family};
     let family = table::entry(ctx.notif.data.nr as u32).and_then(|e| e.family);
     match family {
         Some(Family::Uname) => uname::uname(ctx),

@@ -27,7 +27,7 @@ use super::{Outcome, Reply, Task};
 use crate::supervisor::creds::Creds;
 
 /// Handles one notification of the families above (the file syscalls of
-/// the syscall table ([`crate::filter::table`]) other than the open family).
+/// the syscall table ([`crate::abi::table`]) other than the open family).
 pub fn fs(ctx: &dyn Task, name: &str) -> Outcome {
     let mut detail = String::new();
     let reply = match run(ctx, name, &mut detail) {

@@ -5,9 +5,9 @@
 //! emulate it, its disposition and a one-line note. A unit test
 //! (`super::table`) fails when an entry and the kernel's row disagree.
 
-use super::table::Disposition::{Changes, Mount, Nosys, Policy, Reads, Unfiltered};
-use super::table::Entry;
-use super::table::Family::{Bind, Connect, Fs, Meta, Open, Sendmmsg, Sendmsg, Sendto, Sysinfo, Uname};
+use super::entry::Disposition::{Changes, Mount, Nosys, Policy, Reads, Unfiltered};
+use super::entry::Entry;
+use super::entry::Family::{Bind, Connect, Fs, Meta, Open, Sendmmsg, Sendmsg, Sendto, Sysinfo, Uname};
 
 const fn sys(name: &'static str, note: &'static str) -> Entry {
     Entry::new(name, Policy, note)
