@@ -14,8 +14,8 @@
 //! which also installs it right before execve.
 //!
 //! A Landlock ruleset (level 2 of the path rules) is applied right after
-//! `no_new_privs` and before the handshake: cordon's filter refuses the
-//! landlock syscalls once installed.
+//! `no_new_privs` and before the handshake (the payload may stack one of
+//! its own afterwards, which can only take rights away).
 //!
 //! `no_new_privs` is set as the config asks (`process.noNewPrivileges`,
 //! OCI runtime spec, config.md): runc's default config and `docker

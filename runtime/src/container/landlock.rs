@@ -2,9 +2,10 @@
 //! in the process about to execve its payload: the container's init and
 //! every `exec`. Runs after `no_new_privs` (or, when the config does not
 //! ask for it, with CAP_SYS_ADMIN lent: landlock_restrict_self(2) needs
-//! one of the two) and before cordon's seccomp
-//! filter (which refuses the landlock syscalls afterwards), with the
+//! one of the two) and before cordon's seccomp filter, with the
 //! container's mounts and root in place, so the paths are the container's.
+//! The landlock syscalls stay allowed to the payload: a ruleset it stacks
+//! can only take rights away.
 //!
 //! The ruleset is built with the `landlock` crate in
 //! `CompatLevel::HardRequirement`: a right the kernel lacks is an error,

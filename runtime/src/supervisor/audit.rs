@@ -137,6 +137,32 @@ impl AuditLog {
     }
 }
 
+/// DEL and the C1 controls (U+007F to U+009F).
+fn is_c1(c: char) -> bool {
+    ('\u{7f}'..='\u{9f}').contains(&c)
+}
+
+/// `json` (JSON text) with DEL and the C1 control characters written as
+/// `\u00XX`. JSON allows them raw inside strings and serde_json leaves them
+/// so, but a terminal acts on them (U+009B is CSI): a record's fields come
+/// from the container and must not drive the terminal of whoever reads
+/// `cordon audit --json`. Outside strings valid JSON has none, so every
+/// one is replaced.
+pub fn escape_c1(json: &str) -> std::borrow::Cow<'_, str> {
+    if !json.chars().any(is_c1) {
+        return json.into();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if is_c1(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
 /// One record as a JSON line (a [`Record`] with `time` at `at`), written
 /// straight from the borrowed fields: this runs once per intercepted call.
 fn line(
@@ -154,7 +180,13 @@ fn line(
     out.extend_from_slice(time.as_bytes());
     let _ = write!(out, "\",\"pid\":{pid},\"syscall\":");
     let string = |out: &mut Vec<u8>, v: &str| {
-        // serde_json escapes strings without allocating.
+        // serde_json escapes strings without allocating; DEL and the C1
+        // controls it leaves raw are escaped too (see [`escape_c1`]).
+        if v.chars().any(is_c1) {
+            let json = serde_json::to_string(v).unwrap_or_default();
+            out.extend_from_slice(escape_c1(&json).as_bytes());
+            return;
+        }
         let _ = serde_json::to_writer(&mut *out, v);
     };
     string(&mut out, syscall);
@@ -273,6 +305,26 @@ impl Retention {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c1_controls_are_escaped_and_read_back() {
+        let detail = "/tmp/\u{9b}31mred\u{7f}\u{85}é";
+        let l = line(
+            std::time::SystemTime::now(),
+            1,
+            "openat",
+            detail,
+            "deny",
+            "EACCES",
+            None,
+        );
+        let text = String::from_utf8(l.clone()).unwrap();
+        assert!(!text.chars().any(is_c1), "{text:?}");
+        assert!(text.contains("\\u009b31mred\\u007f\\u0085é"), "{text}");
+        let r: Record = serde_json::from_slice(&l).unwrap();
+        assert_eq!(r.detail, detail, "the same string once read");
+        assert_eq!(escape_c1("{\"a\":\"b\"}"), "{\"a\":\"b\"}");
+    }
 
     #[test]
     fn lines_are_records() {
