@@ -125,7 +125,7 @@ fn explain_text(p: &Policy, plan: &cordon::policy::levels::Plan) -> String {
 fn print_record(r: &Record, json: bool) {
     if json {
         let json = serde_json::to_string(r).unwrap_or_default();
-        println!("{}", crate::supervisor::audit::escape_c1(&json));
+        println!("{}", cordon::supervisor::audit::escape_c1(&json));
     } else {
         let by = r
             .rule
