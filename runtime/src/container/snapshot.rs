@@ -574,18 +574,44 @@ pub fn scan(root: &Path) -> Result<Manifest> {
 
 /// [`scan`], reusing what `prev` (an earlier walk of `root`) read of
 /// entries whose stat is unchanged ([`Entry::of_since`]).
+///
+/// The layer can change while the container runs (`diff`, a checkpoint's
+/// first pass): a directory swapped for a symlink to a host directory
+/// between its stat and its listing must not make the walk list or stat
+/// the host's files. So each directory is opened from `root` with no
+/// symlink anywhere on its path (openat2 `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`), listed and its entries stat'ed through that fd
+/// (`/proc/self/fd/N/NAME`, the last component never followed); one that
+/// is no longer a directory there is skipped (the frozen pass sees the
+/// layer as it is).
 fn scan_since(root: &Path, prev: Option<&Manifest>) -> Result<Manifest> {
+    use std::os::fd::{AsFd, AsRawFd};
     let mut out = Manifest::new();
+    let root_fd: OwnedFd = std::fs::File::open(root).map_err(io_at("open", root))?.into();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
-        let dir = root.join(&rel);
-        let rd = std::fs::read_dir(&dir).map_err(io_at("read", &dir))?;
+        let shown = root.join(&rel);
+        let fd = if rel.as_os_str().is_empty() {
+            root_fd.try_clone().map_err(io_at("open", &shown))?
+        } else {
+            match crate::sys::open_beneath_no_symlinks(root_fd.as_fd(), &rel) {
+                Ok(fd) => fd,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOENT | libc::ENOTDIR)) => continue,
+                Err(e) => return Err(io_at("open", &shown)(e)),
+            }
+        };
+        let dir = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => continue,
+            Err(e) => return Err(io_at("read", &shown)(e)),
+        };
         for e in rd {
-            let e = e.map_err(io_at("read", &dir))?;
+            let e = e.map_err(io_at("read", &shown))?;
             let rel = rel.join(e.file_name());
-            let p = root.join(&rel);
+            let p = dir.join(e.file_name());
             let key = key_of(&rel);
-            let entry = Entry::of_since(&p, prev.and_then(|m| m.get(&key))).map_err(io_at("stat", &p))?;
+            let entry = Entry::of_since(&p, prev.and_then(|m| m.get(&key))).map_err(io_at("stat", &root.join(&rel)))?;
             if entry.kind == "dir" {
                 stack.push(rel);
             }
