@@ -360,7 +360,7 @@ impl Runtime {
         let build_bundle = self.shadow_bundle(
             opts,
             bundle,
-            build_spec,
+            (build_spec, lent_sys_admin),
             resolver.as_ref().map(|(_, m)| m.clone()),
             layer.map(|(l, _)| l.merged()),
         )?;
@@ -523,13 +523,14 @@ impl Runtime {
     /// /proc/mounts shows the same); and no `linux.seccomp`, which cordon's
     /// Executor installs itself after its handshake ([`super::bundle_seccomp`]);
     /// and `extra`, a mount added after the bundle's own (the resolver's
-    /// /etc/resolv.conf); and with `rootfs`, root.path (the writable layer's
-    /// mount).
+    /// /etc/resolv.conf); with `rootfs`, root.path (the writable layer's
+    /// mount); and when `lent`, the process's capabilities with
+    /// CAP_SYS_ADMIN lent ([`super::executor::lend_sys_admin`]).
     fn shadow_bundle(
         &self,
         opts: &CreateOptions,
         bundle: &Path,
-        mut spec: Spec,
+        (mut spec, lent): (Spec, bool),
         extra: Option<oci_spec::runtime::Mount>,
         rootfs: Option<PathBuf>,
     ) -> Result<PathBuf> {
@@ -539,12 +540,11 @@ impl Runtime {
         let no_cgroups_path = linux.cgroups_path().is_none();
         let has_seccomp = linux.seccomp().is_some();
         let sourceless = spec.mounts().iter().flatten().any(|m| m.source().is_none());
-        let lends = !super::executor::asks_no_new_privs(&spec);
         let own_cgroup = opts.cgroups_path.is_some();
         if !no_cgroups_path
             && !has_seccomp
             && !sourceless
-            && !lends
+            && !lent
             && extra.is_none()
             && rootfs.is_none()
             && !own_cgroup

@@ -69,8 +69,9 @@ pub fn asks_no_new_privs(spec: &Spec) -> bool {
     spec.process().as_ref().and_then(|p| p.no_new_privileges()) == Some(true)
 }
 
-/// `noNewPrivileges` of the process.json at `file` (`exec --process`);
-/// `None` when it cannot be read or does not say.
+/// `noNewPrivileges` of the process.json at `file` (`exec --process`),
+/// false when the file does not say (as runc reads it); `None` when it
+/// cannot be read.
 pub fn process_file_no_new_privs(file: &std::path::Path) -> Option<bool> {
     let text = std::fs::read_to_string(file).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;

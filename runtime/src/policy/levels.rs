@@ -214,11 +214,7 @@ impl Policy {
     /// `E/**` above it, or (for a literal) any pattern matching it.
     pub fn shadowed_paths(&self) -> Vec<String> {
         let rules = &self.source.paths;
-        let name = |a: PathAccess| match a {
-            PathAccess::Allow => "allow",
-            PathAccess::Deny => "deny",
-            PathAccess::ReadOnly => "read-only",
-        };
+        let name = super::landlock::name;
         let mut out = Vec::new();
         for (j, later) in rules.iter().enumerate() {
             let Some(base) = literal_base(&later.pattern) else {

@@ -360,11 +360,7 @@ impl Policy {
     pub fn explain_path(&self, path: &str) -> Option<String> {
         let i = self.paths.deciding_rule(path)?;
         let r = self.source.paths.get(i)?;
-        let access = match r.access {
-            PathAccess::Allow => "allow",
-            PathAccess::Deny => "deny",
-            PathAccess::ReadOnly => "read-only",
-        };
+        let access = landlock::name(r.access);
         Some(with_note(format!("path[{i}] {:?} {access}", r.pattern), &r.note))
     }
 
@@ -505,20 +501,13 @@ fn floor_paths(base: &[model::PathRule]) -> Vec<model::PathRule> {
 /// floor, it would take those paths out of it (`/** read-only` would make
 /// `/proc/kcore` readable).
 fn loosens_floor(r: &model::PathRule, floor: &[model::PathRule]) -> bool {
-    floor.iter().any(|f| {
-        choice::literal_base(&f.pattern)
-            .is_some_and(|base| landlock::rank(r.access) > landlock::rank(f.access) && matches(&r.pattern, base))
-    })
-}
-
-/// Whether path pattern `pattern` matches `path` (as a path rule would).
-fn matches(pattern: &str, path: &str) -> bool {
-    let probe = model::PathRule {
-        pattern: pattern.into(),
-        access: PathAccess::Deny,
-        note: None,
+    let Ok(one) = PathPolicy::compile(std::slice::from_ref(r)) else {
+        return false;
     };
-    PathPolicy::compile(std::slice::from_ref(&probe)).is_ok_and(|p| p.access(path) == PathAccess::Deny)
+    floor.iter().any(|f| {
+        landlock::rank(r.access) > landlock::rank(f.access)
+            && choice::literal_base(&f.pattern).is_some_and(|base| one.first_match(base).is_some())
+    })
 }
 
 /// Refuses a rule of the user's that would loosen the floor where it names
@@ -535,34 +524,25 @@ fn check_floor(floor: &[model::PathRule], own: &[model::PathRule], origin: &str)
         let Some(base) = choice::literal_base(&r.pattern) else {
             continue;
         };
-        if floor.is_empty() || landlock::rank(r.access) <= landlock::rank(compiled.access(base)) {
+        let Some(j) = compiled.first_match(base) else {
+            continue;
+        };
+        let f = &floor[j];
+        if landlock::rank(r.access) <= landlock::rank(f.access) {
             continue;
         }
-        let by = floor
-            .iter()
-            .find(|f| f.access != PathAccess::Allow && matches(&f.pattern, base))
-            .map(|f| format!("{} {}", f.pattern, access_name(f.access)))
-            .unwrap_or_default();
+        let by = format!("{} {}", f.pattern, landlock::name(f.access));
         return Err(invalid(
             origin,
             format!("path[{i}].access"),
             format!(
                 "{} {}: the default policy's protection {by} applies first and cannot be loosened (extends = \"none\" builds a policy without the default's)",
                 r.pattern,
-                access_name(r.access)
+                landlock::name(r.access)
             ),
         ));
     }
     Ok(())
-}
-
-/// A path access as policies spell it.
-fn access_name(a: PathAccess) -> &'static str {
-    match a {
-        PathAccess::Allow => "allow",
-        PathAccess::Deny => "deny",
-        PathAccess::ReadOnly => "read-only",
-    }
 }
 
 /// The rule a catch-all keeps out of /dev ([`keep_dev_usable`]).

@@ -157,14 +157,18 @@ impl PathPolicy {
     /// first restrictive rule that applies below it (see
     /// [`Self::restricts_below`]). `None` when no rule restricts it.
     pub fn deciding_rule(&self, path: &str) -> Option<usize> {
-        let first = self
-            .rules
-            .iter()
-            .position(|(g, dir, _)| g.is_match(path) || dir.as_ref().is_some_and(|d| d.is_match(trim_slashes(path))));
-        if let Some(i) = first.filter(|&i| self.rules[i].2 != PathAccess::Allow) {
+        if let Some(i) = self.first_match(path).filter(|&i| self.rules[i].2 != PathAccess::Allow) {
             return Some(i);
         }
         self.restricting_below(path)
+    }
+
+    /// The index (in rule order) of the first rule matching `path`, the
+    /// one that decides its access; `None` when no rule matches.
+    pub fn first_match(&self, path: &str) -> Option<usize> {
+        self.rules
+            .iter()
+            .position(|(g, dir, _)| g.is_match(path) || dir.as_ref().is_some_and(|d| d.is_match(trim_slashes(path))))
     }
 
     /// Whether an open of `path` with open(2) `flags` is allowed.
