@@ -5,6 +5,16 @@ mod cli;
 
 fn main() {
     let cli = cli::docs::parse();
+    let process = cli::process_name(&cli);
+    if cordon::sys::timings::init(process) {
+        // From the time origin (or from the exec that started this copy
+        // of the binary) until here: the exec and the dynamic linking.
+        let (step, since) = match cordon::sys::timings::mark() {
+            Some(t) => ("exec (sealed binary)", Some(t)),
+            None => ("exec", None),
+        };
+        cordon::sys::timings::since(step, since);
+    }
     // A command line tool dies quietly when its reader goes away
     // (`cordon state ID | head`). Not the supervisor: a container process
     // that dies mid-handshake must not take it down with SIGPIPE. Nor the
@@ -49,6 +59,8 @@ fn main() {
         }
         // A read-only overlayfs view of the binary (runc 1.2's way), or a
         // sealed memfd copy where overlayfs is unavailable.
+        // The sealed copy times its own exec from here.
+        cordon::sys::timings::set_mark();
         if let Err(e) = cordon::sys::exeseal::ensure_sealed(&cli.root.join(".cordon").join("@lower")) {
             eprintln!("cordon: seal the runtime binary: {e}");
             std::process::exit(1);

@@ -3,11 +3,18 @@
  *
  * The supervisor forks, puts one end of a socketpair at fd 3 and execs this
  * program (from a sealed memfd; supervisor/watchdog.rs). Protocol on fd 3:
- * the supervisor sends one byte with SCM_RIGHTS carrying the container
+ * the supervisor sends the byte 'P' with SCM_RIGHTS carrying the container
  * init's pidfd; when the supervisor exits for any reason (a crash, SIGKILL,
  * an OOM kill), the kernel closes its end, recvmsg returns 0, and the init
  * gets SIGKILL through the pidfd (no pid reuse race). The init is pid 1 of
  * the container's pid namespace, so every process of the container dies.
+ *
+ * The byte 'H' carries an fd the watchdog only holds until it exits: the
+ * supervisor's inotify and fanotify groups. The last close of such a group
+ * waits for an SRCU grace period (fsnotify_destroy_group), tens of
+ * milliseconds; held here, that wait happens in this process, which is in
+ * none of the container's cgroups, and not in the supervisor's exit,
+ * which `delete` waits for before it can remove them.
  *
  * A static program with no libc (raw x86-64 syscalls, no heap, no TLS): it
  * runs for the whole life of every container, and this way it costs a few
@@ -90,9 +97,11 @@ __attribute__((noreturn, used)) void watch(void)
             ctl.h.type == SCM_RIGHTS) {
             const unsigned char *p = (const unsigned char *)ctl.buf + sizeof(struct cmsghdr);
             int fd = (int)((unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24);
-            if (init >= 0)
-                sys4(NR_CLOSE, init, 0, 0, 0);
-            init = fd;
+            if (byte == 'P') {
+                if (init >= 0)
+                    sys4(NR_CLOSE, init, 0, 0, 0);
+                init = fd;
+            }
         }
     }
     if (init >= 0)

@@ -68,6 +68,7 @@ pub fn run(rt: &Runtime, args: super::RunArgs) -> anyhow::Result<i32> {
     let a = args.runc;
     let id = a.container_id.clone();
     let asked = bundle_caps(&a.bundle);
+    let timing = cordon::sys::timings::step("create");
     let mut c = rt
         .create(&CreateOptions {
             id: id.clone(),
@@ -85,6 +86,7 @@ pub fn run(rt: &Runtime, args: super::RunArgs) -> anyhow::Result<i32> {
             cgroups_path: None,
         })
         .map_err(|e| name_missing_caps(e.into(), &asked))?;
+    timing.end();
     // Block signals before the init can exit (it waits for start), so its
     // SIGCHLD stays pending; the container's own mask was set at create.
     let signals = if a.detach {
@@ -92,14 +94,19 @@ pub fn run(rt: &Runtime, args: super::RunArgs) -> anyhow::Result<i32> {
     } else {
         Some(foreground::block_signals()?)
     };
+    let timing = cordon::sys::timings::step("start");
     if let Err(e) = c.start() {
         let _ = rt.delete(&id, true);
         bail!("start {id:?}: {}", cordon::container::chain(&e));
     }
+    timing.end();
     let Some(signals) = signals else { return Ok(0) };
     let pid = c.pid().context("container has no init pid")?;
+    let timing = cordon::sys::timings::step("wait");
     let code = foreground::wait(pid, &signals)?;
+    timing.end();
     if !a.keep {
+        let _timing = cordon::sys::timings::step("delete");
         if let Err(e) = rt.delete(&id, true) {
             tracing::error!("delete {id:?} after run: {e}");
             eprintln!("cordon: delete {id:?} after run: {e}");

@@ -56,6 +56,24 @@ pub struct Cli {
     pub cmd: Option<Cmd>,
 }
 
+/// The name a command's timing lines carry (`sys::timings`).
+pub fn process_name(cli: &Cli) -> &'static str {
+    match &cli.cmd {
+        Some(Cmd::Create(_)) => "create",
+        Some(Cmd::Start(_)) => "start",
+        Some(Cmd::Run(_)) => "run",
+        Some(Cmd::Exec(_)) => "exec",
+        Some(Cmd::Delete(_)) => "delete",
+        Some(Cmd::Kill(_)) => "kill",
+        Some(Cmd::State(_)) => "state",
+        Some(Cmd::Supervise(_)) => "supervise",
+        Some(Cmd::Fork(_)) => "fork",
+        Some(Cmd::Restore(_)) => "restore",
+        Some(Cmd::Checkpoint(_)) => "checkpoint",
+        _ => "cordon",
+    }
+}
+
 /// Every command.
 #[derive(Subcommand, Debug)]
 pub enum Cmd {

@@ -19,6 +19,7 @@ use super::validate::is_bind;
 use super::{io, lib, validate, Error, Meta, Result, Runtime, POLICY_FILE};
 use crate::policy::Policy;
 use crate::supervisor::handshake::Role;
+use crate::sys::timings;
 
 /// The three standard streams given to a container's process instead of
 /// the caller's own: `[stdin, stdout, stderr]`, typically pipes of a shim.
@@ -140,8 +141,11 @@ impl Runtime {
     /// starts the supervisor, and builds the container with libcontainer.
     /// On any failure nothing is left behind.
     pub fn create(&self, opts: &CreateOptions) -> Result<Container> {
+        let timing = timings::step("read the bundle");
         validate::id(&opts.id)?;
         let (bundle, spec) = validate::bundle(&opts.bundle)?;
+        timing.end();
+        let timing = timings::step("load and compile the policy");
         // As runc (systemd.IsRunningSystemd): without a running systemd
         // there is no one to ask for a scope, and the cgroupsPath
         // `slice:prefix:name` would become a directory of that name.
@@ -199,7 +203,9 @@ impl Runtime {
         super::mount_ns::check(&spec, &policy_name, &policy, &plan)?;
         let prog = crate::filter::compile_for(&policy, platform);
         let bundle_filter = compile_bundle_profile(&bundle, spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()))?;
+        timing.end();
 
+        let timing = timings::step("write the state directory");
         let dir = self.cordon_dir(&opts.id);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
@@ -222,6 +228,7 @@ impl Runtime {
         } else {
             None
         };
+        timing.end();
         let result = self.create_inner(
             opts,
             &bundle,
@@ -355,6 +362,7 @@ impl Runtime {
         };
         // Without no_new_privs a process may install a seccomp filter only
         // with CAP_SYS_ADMIN (seccomp(2)): lent to the set-up for that.
+        let timing = timings::step("write the shadow bundle");
         let (build_spec, lent_sys_admin) = super::executor::lend_sys_admin(spec.clone());
         let no_new_privs = super::executor::asks_no_new_privs(&spec);
         let build_bundle = self.shadow_bundle(
@@ -364,11 +372,13 @@ impl Runtime {
             resolver.as_ref().map(|(_, m)| m.clone()),
             layer.map(|(l, _)| l.merged()),
         )?;
+        timing.end();
         let mut meta = Meta {
             bundle: bundle.to_path_buf(),
             policy: policy_name.to_string(),
             platform: platform.name().to_string(),
             supervisor_pid: None,
+            supervisor_start: None,
             fallback: fallback.clone(),
             kernel_enforced: plan.all_kernel,
             guard_renames: plan.guards_renames(),
@@ -384,11 +394,14 @@ impl Runtime {
         };
         // The view files exist before the supervisor starts: it marks the
         // dynamic ones as it starts up.
+        let timing = timings::step("write the views");
         let views = if policy.needs_supervisor() {
             crate::views::prepare(&dir, &policy.views()).map_err(io("write the container's views"))?
         } else {
             Vec::new()
         };
+        timing.end();
+        let timing = timings::step("spawn the supervisor");
         let sock = if policy.needs_supervisor() {
             Some(self.start_supervisor(&opts.id, &spec, &mut meta, (platform, fallback.as_deref()), plan)?)
         } else {
@@ -405,13 +418,18 @@ impl Runtime {
             no_new_privs,
             lent_sys_admin,
         };
+        timing.end();
+        let timing = timings::step("build (libcontainer)");
         let container = self.build(opts, executor, &build_bundle)?;
+        timing.end();
         if let Some((sock, starting)) = sock {
             drop(sock);
             // The supervisor started while libcontainer built the
             // container; the container is created only once it is ready.
+            let _timing = timings::step("wait for the supervisor");
             starting.wait_ready(&opts.id)?;
         }
+        let _timing = timings::step("finish the build");
         if let Some(pid) = container.pid() {
             finish_build(
                 pid.as_raw(),
@@ -502,6 +520,7 @@ impl Runtime {
             &plan.describe(),
         )?;
         meta.supervisor_pid = Some(starting.pid);
+        meta.supervisor_start = crate::sys::process::start_time(starting.pid).ok();
         if let Err(e) = self.save_meta(id, meta) {
             // meta.json is what `create`'s cleanup and `delete` find the
             // supervisor by: without it, stop the supervisor here.
@@ -1138,7 +1157,8 @@ fn spawn_supervisor(
         .stderr(log)
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env(crate::config::DOMAINNAME_ENV, names.domainname);
+        .env(crate::config::DOMAINNAME_ENV, names.domainname)
+        .envs(timings::env_for_child());
     crate::sys::process::pre_exec_fds_3_4(&mut cmd, ready_w.as_fd(), listener.as_fd())
         .map_err(io("start the supervisor"))?;
     let child = cmd.spawn().map_err(io("start the supervisor"))?;

@@ -150,6 +150,7 @@ fn reopen_dev_null_rdwr() -> std::io::Result<()> {
 
 impl Executor for CordonExecutor {
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        let timing = crate::sys::timings::step("process: filters and handshake");
         if self.role == Role::Init {
             reopen_dev_null_rdwr().map_err(|e| ExecutorError::Other(format!("cordon: reopen /dev/null: {e}")))?;
         }
@@ -198,6 +199,7 @@ impl Executor for CordonExecutor {
                     .map_err(|e| ExecutorError::Other(format!("cordon: drop the lent CAP_SYS_ADMIN: {e}")))?;
             }
         }
+        timing.end();
         let r = DefaultExecutor {}.exec(spec);
         if let (Err(e), Some(prog)) = (&r, spec.process().as_ref().and_then(|p| p.args().as_ref()?.first())) {
             // Nothing else reports it: the process's own stderr is where

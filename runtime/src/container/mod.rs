@@ -303,6 +303,10 @@ pub struct Meta {
     pub platform: String,
     /// Host pid of the supervisor, if one runs.
     pub supervisor_pid: Option<i32>,
+    /// When that supervisor started (`sys::process::start_time`): names
+    /// it while it exits too, when its command line reads empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor_start: Option<u64>,
     /// Why the platform is not the one asked for (a fallback to ptrace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
@@ -469,7 +473,10 @@ impl Runtime {
     /// Starts the user process of a created container (`runc start`).
     pub fn start(&self, id: &str) -> Result<()> {
         let _lock = self.lock(id, true);
+        let timing = crate::sys::timings::step("load the state");
         let mut c = self.load(id)?;
+        timing.end();
+        let _timing = crate::sys::timings::step("start (libcontainer)");
         if c.status() != ContainerStatus::Created {
             return Err(Error::BadState {
                 id: id.into(),
@@ -604,12 +611,15 @@ impl Runtime {
         // The supervisor sits in the container's cpu (and memory) cgroups,
         // charged to it: it must be gone before they are removed (EBUSY).
         // The container is stopped by now: nothing is left for it to do.
-        if let Some(pid) = self.meta(id).supervisor_pid {
-            stop_supervisor(pid, id);
+        let meta = self.meta(id);
+        if let Some(pid) = meta.supervisor_pid {
+            let _timing = crate::sys::timings::step("stop the supervisor");
+            stop_supervisor(pid, meta.supervisor_start, id);
         }
         // Poststop hooks are cordon's to run, after the container is gone:
         // libcontainer would stop deleting at the first one that fails.
         let poststop = take_poststop_hooks(&c);
+        let timing = crate::sys::timings::step("delete (libcontainer)");
         let deleted = match c.delete(force) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -632,9 +642,11 @@ impl Runtime {
             }
             return Err(lib(format!("delete {id:?}"))(e));
         }
+        timing.end();
         if let Some((_, hooks)) = poststop {
             run_poststop_hooks(&c, &hooks);
         }
+        let _timing = crate::sys::timings::step("remove cordon's state");
         self.cleanup_cordon(id, keep);
         Ok(())
     }
@@ -750,6 +762,7 @@ impl Runtime {
             let _ = std::fs::remove_dir_all(self.cordon_dir(id));
             return;
         }
+        let _timing = crate::sys::timings::step("keep the audit trail");
         if let Err(e) = self.config.audit.archive(&audit_path(&self.root, id), id) {
             tracing::warn!(
                 "keeping the audit trail of {id:?} in {}: {e}",
@@ -942,12 +955,17 @@ pub fn check_preserved_fds(n: i32) -> Result<()> {
     Ok(())
 }
 
-/// Sends SIGKILL to the supervisor `pid` if it still is container `id`'s.
 /// [`kill_supervisor`], then waits (up to 10 s) until it has exited, so
-/// that it has left the container's cgroups.
-fn stop_supervisor(pid: i32, id: &str) {
+/// that it has left the container's cgroups. A supervisor already exiting
+/// (the init is gone; its command line reads empty) is known by its pid
+/// and `start` time ([`Meta::supervisor_start`]) and waited for too: its
+/// exit is what the removal of the cgroups waits for, and a poll on its
+/// pidfd ends the moment it is gone, where libcgroups's retries would
+/// sleep 10, 10 and 20 ms.
+fn stop_supervisor(pid: i32, start: Option<u64>, id: &str) {
     let Ok(pidfd) = crate::sys::pidfd_open(pid) else { return };
-    if !kill_supervisor(pid, id) {
+    let exiting = start.is_some() && crate::sys::process::start_time(pid).ok() == start;
+    if !kill_supervisor(pid, id) && !exiting {
         return;
     }
     let mut pfd = [nix::poll::PollFd::new(pidfd.as_fd(), nix::poll::PollFlags::POLLIN)];

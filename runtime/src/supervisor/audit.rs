@@ -230,11 +230,15 @@ fn stem(id: &str) -> String {
     format!("{}~{hash:016x}", &id[..180])
 }
 
+/// The longest [`Retention::archive`] goes without a prune.
+pub const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Retention {
     /// Keeps the trail at `trail` (and its rotated part) of container `id`
     /// as one file in [`Self::dir`], then removes kept trails beyond the
-    /// age and size limits, oldest first. Errors are returned for the
-    /// caller to log: a trail that cannot be kept never stops a delete.
+    /// age and size limits, oldest first ([`Self::prune`], when due: see
+    /// [`Self::prune_due`]). Errors are returned for the caller to log: a
+    /// trail that cannot be kept never stops a delete.
     pub fn archive(&self, trail: &Path, id: &str) -> std::io::Result<Option<PathBuf>> {
         if !self.keep || !trail.exists() {
             return Ok(None);
@@ -250,13 +254,52 @@ impl Retention {
             .write(true)
             .mode(0o600)
             .open(&dest)?;
+        let mut bytes = 0;
         for part in [rotated(trail), trail.to_path_buf()] {
             if let Ok(mut f) = File::open(&part) {
-                std::io::copy(&mut f, &mut out)?;
+                bytes += std::io::copy(&mut f, &mut out)?;
             }
         }
-        self.prune()?;
+        if self.prune_due(bytes)? {
+            self.prune()?;
+        }
         Ok(Some(dest))
+    }
+
+    /// Whether [`Self::archive`] should prune now, having just kept
+    /// `bytes`. A prune reads the metadata of every kept trail (a few
+    /// milliseconds with thousands of them, on every `delete`), so it runs
+    /// only when the trails kept since the last one add up to more than an
+    /// eighth of `max_total_mb`, or the last one is [`PRUNE_EVERY`] old:
+    /// the directory exceeds its size limit by at most that eighth. The
+    /// count lives in `.prune` in [`Self::dir`] (under an exclusive
+    /// flock(2), so concurrent deletes add up), its mtime is the last prune.
+    pub fn prune_due(&self, bytes: u64) -> std::io::Result<bool> {
+        use std::io::{Read, Seek};
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(self.dir.join(".prune"))?;
+        let mut f = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| std::io::Error::from(e))?;
+        let mut text = String::new();
+        f.read_to_string(&mut text)?;
+        let since: u64 = text.trim().parse().unwrap_or(u64::MAX);
+        let last = f.metadata()?.modified()?;
+        let old = last.elapsed().map_or(true, |age| age > PRUNE_EVERY);
+        let total = since.saturating_add(bytes);
+        let due = old || total > self.max_total_mb.saturating_mul(1 << 20) / 8;
+        f.set_len(0)?;
+        f.rewind()?;
+        write!(f, "{}", if due { 0 } else { total })?;
+        if !due {
+            // The mtime stays the last prune's.
+            f.set_modified(last)?;
+        }
+        Ok(due)
     }
 
     /// Removes kept trails older than `max_age_days`, then the oldest until

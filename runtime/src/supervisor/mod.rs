@@ -38,6 +38,7 @@ use std::time::Instant;
 use nix::poll::PollTimeout;
 
 use crate::policy::Policy;
+use crate::sys::timings;
 
 /// File name of the supervisor's socket in the container's cordon dir.
 pub const SOCKET: &str = "supervisor.sock";
@@ -198,6 +199,7 @@ pub const MAX_BLOCKING: usize = 256;
 /// Runs the supervisor until the container's init exits. Never returns on
 /// success (the process exits); returns an error only if setup fails.
 pub fn run(opts: Options) -> Result<(), SupervisorError> {
+    let timing = timings::step("supervisor: load the policy");
     let policy = crate::filter::load_policy(&opts.policy)?;
     let audit = audit::AuditLog::open(Some(&opts.dir.join(AUDIT))).map_err(io_err("open audit log"))?;
     let listener = match opts.listen_fd {
@@ -207,6 +209,8 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         None => bind(&opts.dir)?,
     };
 
+    timing.end();
+    let timing = timings::step("supervisor: watchdog, watches, confinement");
     let ptrace = opts.platform == crate::config::Platform::Ptrace;
     prepare_process(ptrace)?;
     task::pin(policy.pins_user_namespace(), policy.pins_root());
@@ -216,7 +220,16 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     // fanotify_init and the marks are not in the confined supervisor's
     // allow-list: set up before it confines itself.
     let views = views::Views::open(&opts.dir, &policy.views()).map_err(io_err("watch the views"))?;
+    if let Some(wd) = &watchdog {
+        // Their last close then happens in the watchdog (watchdog::hold).
+        let _ = watchdog::hold(wd, dir_watch.as_fd());
+        if let Some(v) = &views {
+            let _ = watchdog::hold(wd, v.fanotify());
+        }
+    }
     confine::confine(ptrace)?;
+    timing.end();
+    let timing = timings::step("supervisor: threads and audit trail");
     let sup = Arc::new(Supervisor {
         policy,
         audit,
@@ -244,6 +257,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         None
     };
 
+    timing.end();
     if let Some(fd) = opts.ready_fd {
         // `fd` was passed to us by `cordon create` and nothing else in this
         // process owns it.
@@ -495,6 +509,7 @@ fn attach(
             trim_file_pages();
             exited_within(att.pidfd.as_fd(), PollTimeout::NONE);
         }
+        timings::since("supervisor: until the init exited", None);
         sup.settle(std::time::Duration::from_secs(1));
         sup.audit
             .record(0, "supervisor", "container init exited", "event", "exit");

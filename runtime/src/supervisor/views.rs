@@ -66,6 +66,12 @@ impl Views {
         Ok(Some(Views { fan, files }))
     }
 
+    /// The fanotify group's fd.
+    pub(crate) fn fanotify(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fan.as_fd()
+    }
+
     /// Renders the view opened as `fd` into its file; an fd of no view is
     /// left alone.
     fn refresh(&mut self, fd: BorrowedFd<'_>, opener: i32, sup: &Supervisor) {

@@ -82,10 +82,24 @@ pub fn spawn(id: &str) -> std::io::Result<Option<UnixStream>> {
 
 /// Hands the container init's pidfd to the watchdog.
 pub fn arm(conn: &UnixStream, pidfd: BorrowedFd<'_>) -> std::io::Result<()> {
-    let fds = [pidfd.as_raw_fd()];
+    send_fd(conn, b'P', pidfd)
+}
+
+/// Hands `fd` to the watchdog, which holds it until it exits: for the
+/// supervisor's inotify and fanotify groups, whose last close waits for
+/// an SRCU grace period (fsnotify_destroy_group, tens of milliseconds).
+/// Held there, the supervisor's own exit does not wait for it, and so
+/// neither does `delete`, which must see the supervisor gone from the
+/// container's cgroups before it removes them; the watchdog is in none.
+pub fn hold(conn: &UnixStream, fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    send_fd(conn, b'H', fd)
+}
+
+fn send_fd(conn: &UnixStream, byte: u8, fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    let fds = [fd.as_raw_fd()];
     sendmsg::<()>(
         conn.as_raw_fd(),
-        &[IoSlice::new(b"P")],
+        &[IoSlice::new(&[byte])],
         &[ControlMessage::ScmRights(&fds)],
         MsgFlags::empty(),
         None,
@@ -97,12 +111,17 @@ pub fn arm(conn: &UnixStream, pidfd: BorrowedFd<'_>) -> std::io::Result<()> {
 /// The protocol of watchdog.c, for when the program cannot be exec'd.
 fn watch(mut conn: UnixStream) -> ! {
     let mut init: Option<OwnedFd> = None;
+    let mut held = Vec::new();
     loop {
         let mut buf = [0u8; 1];
         match sys::net::recv_with_fds::<1>(conn.as_fd(), &mut buf, false) {
             Ok((n, fds)) if n > 0 => {
                 for fd in fds.into_iter().flatten() {
-                    init = Some(fd);
+                    if buf[0] == b'P' {
+                        init = Some(fd);
+                    } else {
+                        held.push(fd);
+                    }
                 }
             }
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,

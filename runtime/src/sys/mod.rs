@@ -23,6 +23,7 @@ pub mod meta;
 pub mod net;
 pub mod process;
 pub mod ptrace;
+pub mod timings;
 
 /// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (Linux 6.6): wake the tracee on the
 /// supervisor's CPU. Missing from the `libc` crate.

@@ -34,6 +34,21 @@ pub fn default_disposition(sig: nix::sys::signal::Signal) -> nix::Result<()> {
     unsafe { signal(sig, SigHandler::SigDfl) }.map(drop)
 }
 
+/// When process `pid` started, in clock ticks after boot (field 22 of
+/// `/proc/PID/stat`, proc(5)): with the pid, it names one process for
+/// good, a zombie or one exiting too (whose command line reads empty).
+///
+/// Errors: no such process, or a stat line that does not parse (EIO).
+pub fn start_time(pid: i32) -> io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name (field 2) is in parentheses and may hold anything:
+    // the fields after the last ')' start with field 3.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(22 - 3))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EIO))
+}
+
 /// The number of threads of this process (`/proc/self/status`).
 fn threads() -> io::Result<usize> {
     let status = std::fs::read_to_string("/proc/self/status")?;

@@ -151,7 +151,7 @@ pub fn prepare(dir: &Path, views: &Views) -> io::Result<Vec<(PathBuf, &'static s
     // Without fanotify permission events (a kernel built without
     // CONFIG_FANOTIFY_ACCESS_PERMISSIONS, no CAP_SYS_ADMIN) nothing could,
     // and the container sees the host's.
-    if fanotify_works() {
+    if fanotify_works_cached(dir.parent()) {
         files.extend(DYNAMIC.iter().map(|v| (*v, String::new())));
     } else {
         tracing::warn!(
@@ -168,6 +168,31 @@ pub fn prepare(dir: &Path, views: &Views) -> io::Result<Vec<(PathBuf, &'static s
             Ok((path, view.path()))
         })
         .collect()
+}
+
+/// [`fanotify_works`], remembered for this boot in `cache_dir`
+/// (`@fanotify`, holding the boot id, a yes only): closing even an empty
+/// fanotify group waits for the fsnotify mark reaper, which another
+/// group's close (the supervisor's of the last container) may have
+/// started, an SRCU grace period of up to tens of milliseconds on
+/// `create`'s path. Without a `cache_dir` it probes.
+fn fanotify_works_cached(cache_dir: Option<&Path>) -> bool {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let mark = cache_dir.map(|d| d.join("@fanotify"));
+    if let Some(mark) = &mark {
+        if !boot.is_empty() && std::fs::read_to_string(mark).is_ok_and(|b| b == boot) {
+            return true;
+        }
+    }
+    let works = fanotify_works();
+    if let (true, Some(mark), false) = (works, &mark, boot.is_empty()) {
+        // Best effort: without it the next create probes again.
+        let tmp = mark.with_extension(format!("{}", std::process::id()));
+        if std::fs::write(&tmp, &boot).is_ok() && std::fs::rename(&tmp, mark).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    works
 }
 
 /// Whether this kernel gives fanotify permission events (a group of the
