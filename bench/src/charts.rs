@@ -291,3 +291,116 @@ pub fn color_of(label: &str) -> usize {
         _ => 5,
     }
 }
+
+/// One bar of a stacked chart: its label and the length of each segment,
+/// in the order of the chart's segment names (0 where a bar has none).
+#[derive(Debug, Clone)]
+pub struct Stack {
+    /// Label on the y axis.
+    pub label: String,
+    /// Segment lengths.
+    pub parts: Vec<f64>,
+    /// Text after the bar's end.
+    pub note: String,
+}
+
+/// Colours of a stacked chart's segments, in order (repeated past the end).
+const SEGMENTS: [RGBColor; 12] = [
+    RGBColor(140, 86, 75),
+    RGBColor(196, 156, 148),
+    RGBColor(214, 39, 40),
+    RGBColor(255, 152, 150),
+    RGBColor(255, 127, 14),
+    RGBColor(31, 119, 180),
+    RGBColor(174, 199, 232),
+    RGBColor(148, 103, 189),
+    RGBColor(44, 160, 44),
+    RGBColor(152, 223, 138),
+    RGBColor(188, 189, 34),
+    RGBColor(127, 127, 127),
+];
+
+/// Horizontal stacked bars (linear x axis) with a legend naming each
+/// segment: `names[k]` is segment k of every bar.
+pub fn stacked_hbars(path: &Path, title: &str, x_desc: &str, names: &[String], bars: &[Stack]) -> anyhow::Result<()> {
+    fonts();
+    if bars.is_empty() {
+        return Err(anyhow!("{}: no data", path.display()));
+    }
+    let n = bars.len();
+    let height = (220 + 46 * n + 18 * names.len()) as u32;
+    let root = BitMapBackend::new(path, (1200, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let vmax = bars
+        .iter()
+        .map(|b| b.parts.iter().sum::<f64>())
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    // The first bar at the top.
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    let fmt = move |v: &f64| {
+        let i = n as f64 - v - 0.5;
+        if (i - i.round()).abs() < 1e-6 && i >= 0.0 {
+            labels.get(i.round() as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FONT, 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(260)
+        .build_cartesian_2d(0.0..vmax * 1.6, 0.0..n as f64)
+        .map_err(|e| anyhow!("{e}"))?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(2 * n + 1)
+        .y_label_formatter(&fmt)
+        .x_desc(x_desc)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    for (k, name) in names.iter().enumerate() {
+        let color = SEGMENTS[k % SEGMENTS.len()];
+        let rects: Vec<Rectangle<(f64, f64)>> = bars
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.parts.get(k).copied().unwrap_or(0.0) > 0.0)
+            .map(|(i, b)| {
+                let x0: f64 = b.parts[..k].iter().sum();
+                let y = (n - 1 - i) as f64;
+                Rectangle::new([(x0, y + 0.18), (x0 + b.parts[k], y + 0.82)], color.filled())
+            })
+            .collect();
+        chart
+            .draw_series(rects)
+            .map_err(|e| anyhow!("{e}"))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, b)| {
+            Text::new(
+                format!("  {}", b.note),
+                (b.parts.iter().sum::<f64>(), (n - 1 - i) as f64 + 0.5),
+                TextStyle::from((FONT, 13).into_font()).pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Left,
+                    plotters::style::text_anchor::VPos::Center,
+                )),
+            )
+        }))
+        .map_err(|e| anyhow!("{e}"))?;
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 13))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    root.present().map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}

@@ -44,6 +44,7 @@ const SECTIONS: &[(&str, &str, SectionFn)] = &[
         "6. Snapshots: checkpoint, restore, fork",
         sections::snapshots::run,
     ),
+    ("startup", "7. Start-up, step by step", sections::startup::run),
 ];
 
 struct Args {

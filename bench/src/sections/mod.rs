@@ -4,5 +4,6 @@ pub mod density;
 pub mod lifecycle;
 pub mod scale;
 pub mod snapshots;
+pub mod startup;
 pub mod syscalls;
 pub mod workloads;
