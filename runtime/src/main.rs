@@ -10,6 +10,7 @@ fn main() {
         // From the time origin (or from the exec that started this copy
         // of the binary) until here: the exec and the dynamic linking.
         let (step, since) = match cordon::sys::timings::mark() {
+            Some(t) if process == "supervise" => ("supervisor: exec", Some(t)),
             Some(t) => ("exec (sealed binary)", Some(t)),
             None => ("exec", None),
         };

@@ -29,8 +29,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cordon_tests::{
-    busybox_bundle, cgroup_leaked, cordon_bin, ok, processes_of, repo, stderr, stdout, supervisor_pid, unique,
-    wait_until, Env, TempDir,
+    busybox_bundle, cgroup_leaked, cordon_bin, ok, processes_of, repo, run_captured, stderr, stdout, supervisor_pid,
+    unique, wait_until, Env, TempDir,
 };
 use serde_json::{json, Value};
 
@@ -566,6 +566,62 @@ fn run_returns_the_exit_code() {
         );
         assert_clean(&env, &id);
     }
+}
+
+/// `CORDON_TIMINGS=FILE` (bench/README.md): every process of a `run`
+/// writes its steps to FILE (the CLI, the supervisor, the container's
+/// init before it execs), one tab-separated line each with a duration,
+/// and the container runs as it does without: same exit status, same
+/// output, its environment the config's (the variable does not leak in).
+#[test]
+fn run_with_timings_writes_every_step_and_changes_nothing() {
+    let env = Env::busybox(&["sh", "-c", "echo out; env | grep -c CORDON_ || true; exit 3"]);
+    let dir = TempDir::new("timings");
+    let file = dir.path().join("t.log");
+    env.write();
+    let id = unique("timings");
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    let mut cmd = Command::new(cordon_bin());
+    cmd.arg("--root").arg(env.root.path()).args(["run", "-b", &b, &id]);
+    cmd.env("CORDON_TIMINGS", &file);
+    let out = run_captured(&mut cmd);
+    assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "out\n0\n", "the container saw a timing variable");
+    assert_clean(&env, &id);
+    let text = fs::read_to_string(&file).expect("the timings file was written");
+    let mut seen = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f.len(), 6, "a line of six fields: {line:?}");
+        assert_eq!(f[0], "cordon-timing");
+        assert!(f[1].parse::<u32>().is_ok(), "a pid: {line:?}");
+        let (start, dur): (f64, f64) = (f[4].parse().unwrap(), f[5].parse().unwrap());
+        assert!(start >= 0.0 && dur >= 0.0, "{line:?}");
+        seen.insert((f[3].to_string(), f[2].to_string()));
+    }
+    for (step, process) in [
+        ("exec (sealed binary)", "run"),
+        ("load and compile the policy", "run"),
+        ("build (libcontainer)", "run"),
+        ("create", "run"),
+        ("start", "run"),
+        ("wait", "run"),
+        ("stop the supervisor", "run"),
+        ("delete", "run"),
+        ("process: filters and handshake", "run"),
+        ("supervisor: exec", "supervise"),
+        ("supervisor: load the policy", "supervise"),
+    ] {
+        assert!(
+            seen.contains(&(step.to_string(), process.to_string())),
+            "step {step:?} of {process} in {text}"
+        );
+    }
+    // Without the variable nothing is written anywhere.
+    fs::remove_file(&file).unwrap();
+    let id = unique("timings");
+    assert_eq!(env.run(&id).status.code(), Some(3));
+    assert!(!file.exists());
 }
 
 /// `run` of `probe kill-self SIG` without a pid namespace (a pid

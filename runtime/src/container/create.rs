@@ -206,28 +206,7 @@ impl Runtime {
         timing.end();
 
         let timing = timings::step("write the state directory");
-        let dir = self.cordon_dir(&opts.id);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
-        if let Err(e) = write_private(&dir.join(POLICY_FILE), fixed.as_bytes()) {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(io(format!("write {POLICY_FILE}"))(e));
-        }
-        if let Some(base) = &opts.reuse_layer {
-            // A restore continues the container's audit trail.
-            let _ = std::fs::rename(base.join("audit.jsonl"), super::audit_path(&self.root, &opts.id));
-        }
-        let layer = if overlay {
-            match self.recorded_layer(opts, &bundle, &spec) {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    let _ = std::fs::remove_dir_all(&dir);
-                    return Err(e);
-                }
-            }
-        } else {
-            None
-        };
+        let layer = self.write_state(opts, &fixed, overlay, &bundle, &spec)?;
         timing.end();
         let result = self.create_inner(
             opts,
@@ -245,6 +224,36 @@ impl Runtime {
             Err(_) => self.undo_create(opts, layer.as_ref().map(|(l, _)| l)),
         }
         result
+    }
+
+    /// Writes container `opts.id`'s cordon dir with its `fixed` policy,
+    /// moves a restored audit trail in, and (with `overlay`) mounts and
+    /// records its writable layer. On error nothing of it is left.
+    fn write_state(
+        &self,
+        opts: &CreateOptions,
+        fixed: &str,
+        overlay: bool,
+        bundle: &Path,
+        spec: &Spec,
+    ) -> Result<Option<(super::snapshot::Layer, PathBuf)>> {
+        let dir = self.cordon_dir(&opts.id);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+        if let Err(e) = write_private(&dir.join(POLICY_FILE), fixed.as_bytes()) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(io(format!("write {POLICY_FILE}"))(e));
+        }
+        if let Some(base) = &opts.reuse_layer {
+            // A restore continues the container's audit trail.
+            let _ = std::fs::rename(base.join("audit.jsonl"), super::audit_path(&self.root, &opts.id));
+        }
+        if !overlay {
+            return Ok(None);
+        }
+        self.recorded_layer(opts, bundle, spec).map(Some).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })
     }
 
     /// Records the enforcement level chosen for container `id`, which a
@@ -392,22 +401,9 @@ impl Runtime {
             level: None,
             cgroups_path: opts.cgroups_path.clone(),
         };
-        // The view files exist before the supervisor starts: it marks the
-        // dynamic ones as it starts up.
-        let timing = timings::step("write the views");
-        let views = if policy.needs_supervisor() {
-            crate::views::prepare(&dir, &policy.views()).map_err(io("write the container's views"))?
-        } else {
-            Vec::new()
-        };
-        timing.end();
-        let timing = timings::step("spawn the supervisor");
-        let sock = if policy.needs_supervisor() {
-            Some(self.start_supervisor(&opts.id, &spec, &mut meta, (platform, fallback.as_deref()), plan)?)
-        } else {
-            self.save_meta(&opts.id, &meta)?;
-            None
-        };
+        let (views, sock) =
+            self.views_and_supervisor(&opts.id, &spec, policy, &mut meta, (platform, fallback), plan)?;
+        let timing = timings::step("build (libcontainer)");
         let executor = CordonExecutor {
             prog,
             supervisor: sock.as_ref().map(|(s, _)| s.as_raw_fd()),
@@ -418,8 +414,6 @@ impl Runtime {
             no_new_privs,
             lent_sys_admin,
         };
-        timing.end();
-        let timing = timings::step("build (libcontainer)");
         let container = self.build(opts, executor, &build_bundle)?;
         timing.end();
         if let Some((sock, starting)) = sock {
@@ -441,6 +435,36 @@ impl Runtime {
             )?;
         }
         Ok(container)
+    }
+
+    /// Writes container `id`'s views and starts its supervisor (when
+    /// `policy` needs one; else only saves `meta`): the view files exist
+    /// before the supervisor starts, which marks the dynamic ones as it
+    /// starts up. Returns the views and the connection to the supervisor.
+    #[allow(clippy::type_complexity)]
+    fn views_and_supervisor(
+        &self,
+        id: &str,
+        spec: &Spec,
+        policy: &Policy,
+        meta: &mut Meta,
+        (platform, fallback): (crate::config::Platform, Option<String>),
+        plan: &crate::policy::levels::Plan,
+    ) -> Result<(
+        Vec<(PathBuf, &'static str)>,
+        Option<(std::os::unix::net::UnixStream, Starting)>,
+    )> {
+        if !policy.needs_supervisor() {
+            self.save_meta(id, meta)?;
+            return Ok((Vec::new(), None));
+        }
+        let timing = timings::step("write the views");
+        let views =
+            crate::views::prepare(&self.cordon_dir(id), &policy.views()).map_err(io("write the container's views"))?;
+        timing.end();
+        let _timing = timings::step("spawn the supervisor");
+        let sock = self.start_supervisor(id, spec, meta, (platform, fallback.as_deref()), plan)?;
+        Ok((views, Some(sock)))
     }
 
     /// Builds container `opts.id` from `build_bundle` with libcontainer,

@@ -445,6 +445,34 @@ mod tests {
     }
 
     #[test]
+    fn prunes_come_when_an_eighth_of_the_budget_or_their_time_has_passed() {
+        let dir = std::env::temp_dir().join(format!("cordon-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let r = Retention {
+            dir: dir.clone(),
+            max_total_mb: 8,
+            ..Default::default()
+        };
+        assert!(r.prune_due(10).unwrap(), "never pruned: due");
+        assert!(!r.prune_due(512 << 10).unwrap(), "half an eighth since");
+        assert!(r.prune_due(600 << 10).unwrap(), "past an eighth (1 MiB) since");
+        assert!(!r.prune_due(10).unwrap(), "counting again from 0");
+        // The count survives; the time of the last prune is the mtime.
+        let stamp = dir.join(".prune");
+        assert_eq!(std::fs::read_to_string(&stamp).unwrap(), "10");
+        let old = std::time::SystemTime::now() - PRUNE_EVERY - std::time::Duration::from_secs(1);
+        std::fs::File::options()
+            .write(true)
+            .open(&stamp)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert!(r.prune_due(10).unwrap(), "the last prune is old: due");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn the_trail_is_rotated_and_bounded() {
         let dir = std::env::temp_dir().join(format!("cordon-audit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -509,7 +509,6 @@ fn attach(
             trim_file_pages();
             exited_within(att.pidfd.as_fd(), PollTimeout::NONE);
         }
-        timings::since("supervisor: until the init exited", None);
         sup.settle(std::time::Duration::from_secs(1));
         sup.audit
             .record(0, "supervisor", "container init exited", "event", "exit");

@@ -278,6 +278,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_start_time_names_one_process() {
+        let me = std::process::id() as i32;
+        let t = start_time(me).unwrap();
+        assert!(t > 0);
+        assert_eq!(start_time(me).unwrap(), t, "the same process, the same time");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let c = start_time(pid).unwrap();
+        assert!(c >= t, "a child starts after its parent");
+        child.wait().unwrap();
+        assert!(start_time(pid).is_err(), "a reaped process has none");
+    }
+
+    #[test]
     fn an_fd_number_is_adopted_once_and_only_when_open() {
         let raw = std::fs::File::open("/dev/null").unwrap().into_raw_fd();
         let owned = own_fd(raw).expect("an open fd handed in");

@@ -162,12 +162,34 @@ pub fn prepare(dir: &Path, views: &Views) -> io::Result<Vec<(PathBuf, &'static s
         .into_iter()
         .map(|(view, text)| {
             let path = vdir.join(view.file());
-            std::fs::write(&path, text)
-                .and_then(|()| std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o444)))
+            write_read_only(&path, text.as_bytes())
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
             Ok((path, view.path()))
         })
         .collect()
+}
+
+/// Writes `bytes` to a new file at `path` made with mode 0444 (as root
+/// writes it anyway), or, when it is there already, truncates it and sets
+/// that mode: one syscall fewer per view than a write and a chmod.
+fn write_read_only(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o444)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let f = std::fs::OpenOptions::new().write(true).truncate(true).open(path)?;
+            f.set_permissions(std::fs::Permissions::from_mode(0o444))?;
+            f
+        }
+        Err(e) => return Err(e),
+    };
+    f.write_all(bytes)
 }
 
 /// [`fanotify_works`], remembered for this boot in `cache_dir`
