@@ -179,7 +179,8 @@ impl RuntimeConfig {
 /// [audit]
 /// keep = true                 # false: a trail goes with its container
 /// dir = "/var/log/cordon"
-/// max_total_mb = 256          # the oldest trails go first beyond this
+/// max_total_mb = 256          # the oldest trails go first beyond this (checked
+///                             # when an eighth of it was kept since, or after 10 s)
 /// max_age_days = 7
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
