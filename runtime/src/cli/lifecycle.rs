@@ -119,6 +119,7 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
     refuse_unsupported_exec_flags(&a)?;
     let detach = a.detach;
     let asked = asked_caps(&a);
+    let timing = cordon::sys::timings::step("exec");
     let pid = rt
         .exec(&ExecOptions {
             id: a.container_id,
@@ -138,11 +139,13 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
             no_new_privs: a.no_new_privs,
         })
         .map_err(|e| name_missing_caps(e.into(), &asked))?;
+    timing.end();
     if detach {
         return Ok(0);
     }
     // The process may already have exited: `wait` reaps before it sleeps.
     let signals = foreground::block_signals()?;
+    let _timing = cordon::sys::timings::step("wait");
     Ok(foreground::wait(pid, &signals)?)
 }
 

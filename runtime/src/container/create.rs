@@ -652,6 +652,7 @@ impl Runtime {
     /// host pid.
     pub fn exec(&self, opts: &ExecOptions) -> Result<nix::unistd::Pid> {
         let _lock = self.lock(&opts.id, false);
+        let timing = timings::step("load the state and the policy");
         let c = self.load(&opts.id)?;
         if c.status() != libcontainer::container::ContainerStatus::Running {
             return Err(Error::BadState {
@@ -714,6 +715,8 @@ impl Runtime {
             .clone()
             .or_else(|| lent_file.clone())
             .or_else(|| opts.process.clone());
+        timing.end();
+        let _timing = timings::step("build the process (libcontainer)");
         let capture = super::setup_log::Capture::start();
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
