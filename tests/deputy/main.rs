@@ -529,7 +529,10 @@ fn a_full_fd_table_gives_emfile() {
 /// container ends. On ptrace the tracer handled one stop at a time and a
 /// thread that stopped again at once starved the others: the main thread's
 /// clone and exit were never handled (over ten minutes at 40% CPU). The
-/// failsafe `timeout` only keeps a regression from hanging the suite.
+/// failsafe `timeout` only keeps a regression from hanging the suite
+/// (`-k`: a `run` whose container cannot end ignores SIGTERM, which it
+/// forwards; that hang was the tracer waiting for one thread of an init
+/// whose last thread waited for the tracer to reap the others).
 #[test]
 fn threads_opening_files_do_not_hold_up_an_exit() {
     let mut env = env(&["/home/deputy", "exitwhileopening", "/etc/passwd", "40"]);
@@ -537,7 +540,7 @@ fn threads_opening_files_do_not_hold_up_an_exit() {
     env.write();
     let out = run_captured(
         Command::new("timeout")
-            .arg("300")
+            .args(["-k", "10", "300"])
             .arg(cordon_bin())
             .arg("--root")
             .arg(env.root.path())

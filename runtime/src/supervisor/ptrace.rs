@@ -344,6 +344,8 @@ impl Loop {
             Err(e) => return skip(tid, regs, -i64::from(libc::EIO)).and(Err(e)),
         };
         let result = self.inject_steps(&mut inj, fd, cloexec);
+        // Other threads' stops and ends read meanwhile: the loop's next round.
+        self.handed_back.borrow_mut().append(&mut inj.others);
         if let Some(st) = inj.handed_back.take() {
             // Another thread exec'd: the caller is gone and this tid now
             // runs the new program, whose exec stop the loop checks.
@@ -560,6 +562,9 @@ struct Injector {
     /// exec'd (the caller died in de_thread and the execing thread took
     /// its tid, the thread group leader's).
     handed_back: Option<Stop>,
+    /// Stops and ends of other tracees read while waiting for this one's,
+    /// for [`Loop::reap`] to handle after the injection.
+    others: Vec<Stop>,
 }
 
 impl Injector {
@@ -575,6 +580,7 @@ impl Injector {
             mask,
             group_stop: false,
             handed_back: None,
+            others: Vec::new(),
         })
     }
 
@@ -609,13 +615,25 @@ impl Injector {
     }
 
     /// Resumes with PTRACE_SYSCALL until the tracee is at a syscall-exit
-    /// stop. Only this thread's stops are read: other threads' stay queued
-    /// for [`Loop::reap`].
+    /// stop. Every tracee's stops are read (waitpid of -1): this thread's
+    /// are handled here, the others' kept in `others` for [`Loop::reap`].
+    /// Waiting for this thread alone deadlocked when the container ended
+    /// during an injection: the last thread of the pid namespace's init,
+    /// in `zap_pid_ns_processes`, waits for every other task of the
+    /// namespace to be reaped, and traced threads that exited are reaped
+    /// only by their tracer's wait, which waited for that last thread.
     fn until_exit(&mut self) -> io::Result<()> {
         pt::syscall(self.tid, 0)?;
         loop {
             let gone = || io::Error::from_raw_os_error(libc::ESRCH);
-            let deliver = match pt::wait(self.tid, false)?.ok_or_else(gone)? {
+            let st = loop {
+                let st = pt::wait(-1, false)?.ok_or_else(gone)?;
+                if st.tid() == self.tid {
+                    break st;
+                }
+                self.others.push(st);
+            };
+            let deliver = match st {
                 Stop::Syscall(_) => {
                     if pt::syscall_stop_kind(self.tid)? == pt::SYSCALL_INFO_EXIT {
                         return Ok(());

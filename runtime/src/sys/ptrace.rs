@@ -96,6 +96,15 @@ pub enum Stop {
     Syscall(i32),
 }
 
+impl Stop {
+    /// The thread the stop is of.
+    pub fn tid(&self) -> i32 {
+        match *self {
+            Stop::Gone(t) | Stop::Signal(t, _) | Stop::EventStop(t, _) | Stop::Event(t, _) | Stop::Syscall(t) => t,
+        }
+    }
+}
+
 /// waitpid(2) with `__WALL` for `pid` (-1: any tracee or child); with
 /// `nohang`, `None` when none is ready. EINTR is retried.
 pub fn wait(pid: i32, nohang: bool) -> io::Result<Option<Stop>> {
