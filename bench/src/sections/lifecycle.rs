@@ -204,7 +204,8 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
              (CVE-2019-5736): a second exec of an 11 MB dynamically linked binary. The supervisor adds the \
              other {} ms: a third start of that binary (`cordon supervise`, overlapped with libcontainer's \
              build), the policy loaded again there, its confinement filters, its watchdog, and the handshake \
-             in which the container's init hands over its listener before it execs",
+             in which the container's init hands over its listener before it execs (section 7 has every \
+             step of a run, measured)",
             num(permissive, 1),
             num(stats::ratio(permissive, crun), 2),
             num(stats::ratio(runc, crun), 2),
