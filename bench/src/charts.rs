@@ -175,10 +175,7 @@ where
             Text::new(
                 format!("  {}", b.note),
                 (b.value.max(baseline), SegmentValue::CenterOf(i)),
-                TextStyle::from((FONT, 13).into_font()).pos(plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Left,
-                    plotters::style::text_anchor::VPos::Center,
-                )),
+                note_style(),
             )
         }))
         .map_err(|e| anyhow!("{e}"))?;
@@ -204,6 +201,14 @@ where
             .map_err(|e| anyhow!("{e}"))?;
     }
     Ok(())
+}
+
+/// The style of the text after a bar's end: left-aligned, centred on the bar.
+fn note_style() -> TextStyle<'static> {
+    TextStyle::from((FONT, 13).into_font()).pos(plotters::style::text_anchor::Pos::new(
+        plotters::style::text_anchor::HPos::Left,
+        plotters::style::text_anchor::VPos::Center,
+    ))
 }
 
 /// 1500 -> "1.5k", 20000 -> "20k", 0.5 -> "0.5".
@@ -386,10 +391,7 @@ pub fn stacked_hbars(path: &Path, title: &str, x_desc: &str, names: &[String], b
             Text::new(
                 format!("  {}", b.note),
                 (b.parts.iter().sum::<f64>(), (n - 1 - i) as f64 + 0.5),
-                TextStyle::from((FONT, 13).into_font()).pos(plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Left,
-                    plotters::style::text_anchor::VPos::Center,
-                )),
+                note_style(),
             )
         }))
         .map_err(|e| anyhow!("{e}"))?;
