@@ -119,7 +119,7 @@ pub fn exec(rt: &Runtime, a: liboci_cli::Exec) -> anyhow::Result<i32> {
     refuse_unsupported_exec_flags(&a)?;
     let detach = a.detach;
     let asked = asked_caps(&a);
-    let timing = cordon::sys::timings::step("exec");
+    let timing = cordon::sys::timings::step("exec the process");
     let pid = rt
         .exec(&ExecOptions {
             id: a.container_id,
