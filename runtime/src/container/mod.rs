@@ -11,6 +11,7 @@
 
 pub mod bundle_seccomp;
 mod create;
+mod exec;
 pub mod executor;
 pub mod foreground;
 mod harden;
@@ -28,7 +29,8 @@ use std::path::{Path, PathBuf};
 use libcontainer::container::{Container, ContainerStatus};
 use serde::{Deserialize, Serialize};
 
-pub use create::{plan_for_bundle, CreateOptions, ExecOptions, Inherited, StdioFds};
+pub use create::{plan_for_bundle, CreateOptions, Inherited, StdioFds};
+pub use exec::ExecOptions;
 
 use crate::config::RuntimeConfig;
 
