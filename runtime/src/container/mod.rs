@@ -440,7 +440,7 @@ impl Runtime {
             return Err(Error::NotFound(id.to_string()));
         }
         let mut c = Container::load(dir).map_err(lib(format!("load state of {id:?}")))?;
-        c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
+        refresh_status(&mut c).map_err(lib(format!("refresh state of {id:?}")))?;
         Ok(c)
     }
 
@@ -608,7 +608,7 @@ impl Runtime {
                     let _ = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(10_000u16));
                 }
             }
-            c.refresh_status().map_err(lib(format!("refresh state of {id:?}")))?;
+            refresh_status(&mut c).map_err(lib(format!("refresh state of {id:?}")))?;
         }
         // The supervisor sits in the container's cpu (and memory) cgroups,
         // charged to it: it must be gone before they are removed (EBUSY).
@@ -627,7 +627,7 @@ impl Runtime {
             Err(e) => {
                 // The init may vanish while libcontainer inspects it (its
                 // /proc/PID/stat gone): once it is stopped, deleting succeeds.
-                match c.refresh_status() {
+                match refresh_status(&mut c) {
                     Ok(()) if force && c.status() == ContainerStatus::Stopped => c.delete(force),
                     Ok(()) => Err(e),
                     Err(refresh) => Err(refresh),
@@ -972,6 +972,16 @@ fn stop_supervisor(pid: i32, start: Option<u64>, id: &str) {
     }
     let mut pfd = [nix::poll::PollFd::new(pidfd.as_fd(), nix::poll::PollFlags::POLLIN)];
     let _ = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(10_000u16));
+}
+
+/// `c.refresh_status()`, once more when it fails: libcontainer finds the
+/// init's `/proc/PID` and then reads its `stat`, and an init that exits
+/// and is reaped in between (by its parent, or an engine's subreaper)
+/// fails the second read ("File not found: /proc/PID/stat") where a
+/// moment later the first says the container is stopped. `delete --force`
+/// hit this right after it killed the init.
+fn refresh_status(c: &mut Container) -> std::result::Result<(), libcontainer::error::LibcontainerError> {
+    c.refresh_status().or_else(|_| c.refresh_status())
 }
 
 /// Sends SIGKILL to supervisor `pid` of container `id` if the process is
