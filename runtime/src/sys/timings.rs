@@ -16,8 +16,8 @@
 //! caller may set just before it starts cordon so that the exec of the
 //! binary is counted; the first cordon process sets it when it is
 //! absent, and every process it starts inherits it). Steps nest: a step
-//! that contains others is written after them. `bench/timings.md` and the
-//! bench's lifecycle section read these lines.
+//! that contains others is written after them. bench/README.md explains
+//! them; the bench's startup section reads them.
 //!
 //! Source: clock_gettime(2) CLOCK_MONOTONIC (the same clock in every
 //! process of the machine).
