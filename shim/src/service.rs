@@ -870,11 +870,29 @@ impl containerd_shim::Task for Service {
         Ok(api::Empty::new())
     }
 
+    /// containerd's task Update: new resource limits (`resources`), and a
+    /// live policy update when the annotations carry `org.cordon.policy`
+    /// (the runtime config's annotation gate decides, as at create;
+    /// docs/POLICY.md, "Live policy").
     fn update(&self, _ctx: &TtrpcContext, req: api::UpdateTaskRequest) -> TtrpcResult<api::Empty> {
         let bytes = req.resources.as_ref().map(|a| a.value.clone()).unwrap_or_default();
-        let resources: oci_spec::runtime::LinuxResources =
-            serde_json::from_slice(&bytes).map_err(|e| err(Code::INVALID_ARGUMENT, format!("resources: {e}")))?;
-        self.with_task(&req.id, |t| t.rt.update(&t.id, &resources).map_err(rt_err))?;
+        let policy = req.annotations.get(cordon::annotations::POLICY).cloned();
+        if !bytes.is_empty() || policy.is_none() {
+            let resources: oci_spec::runtime::LinuxResources =
+                serde_json::from_slice(&bytes).map_err(|e| err(Code::INVALID_ARGUMENT, format!("resources: {e}")))?;
+            self.with_task(&req.id, |t| t.rt.update(&t.id, &resources).map_err(rt_err))?;
+        }
+        if let Some(policy) = policy {
+            let asked = std::collections::HashMap::from([(cordon::annotations::POLICY.to_string(), policy)]);
+            self.with_task(&req.id, |t| {
+                let choice =
+                    t.rt.config
+                        .annotations
+                        .choose(&asked, &t.rt.config)
+                        .map_err(|e| err(Code::PERMISSION_DENIED, e.to_string()))?;
+                t.rt.update_policy(&t.id, &choice.policy).map_err(rt_err)
+            })?;
+        }
         Ok(api::Empty::new())
     }
 

@@ -21,6 +21,8 @@ use std::thread::JoinHandle;
 
 use cordon_tests::*;
 
+mod live;
+
 /// The two network namespaces, the servers, and what the DNS server was
 /// asked. Dropping it stops the servers and removes the namespaces.
 struct TestNet {

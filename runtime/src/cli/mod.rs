@@ -212,6 +212,16 @@ pub enum PolicyCmd {
         /// Policy file
         file: String,
     },
+    /// Put a policy in force in a running container: its network, host
+    /// and (where the supervisor enforces them) path rules change at once;
+    /// a change to what the kernel enforces is refused (docs/POLICY.md,
+    /// "Live policy")
+    Update {
+        /// Container id
+        container_id: String,
+        /// Policy name or file
+        policy: String,
+    },
 }
 
 /// `audit` arguments.
@@ -307,7 +317,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Diff(a) => snapshots::diff(&rt()?, a),
         Cmd::Restore(a) => snapshots::restore(&rt()?, a),
         Cmd::Fork(a) => snapshots::fork(&rt()?, a, cli.policy.as_deref()),
-        Cmd::Policy(p) => policy::policy(p, cli.policy.as_deref()),
+        Cmd::Policy(p) => policy::policy(p, cli.policy.as_deref(), rt),
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),
         Cmd::Install(a) => install::install(a),

@@ -1,4 +1,4 @@
-//! cordon's own commands: `policy show|check`, `audit`, `syscalls`.
+//! cordon's own commands: `policy show|check|update`, `audit`, `syscalls`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Seek};
@@ -11,9 +11,14 @@ use cordon::supervisor::audit::Record;
 
 use super::{AuditArgs, PolicyCmd, SyscallsArgs};
 
-/// `policy show|check`; `configured` is the global `--policy`, which
-/// `show` without a name prints before the runtime config's.
-pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
+/// `policy show|check|update`; `configured` is the global `--policy`,
+/// which `show` without a name prints before the runtime config's; `rt`
+/// gives the runtime `update` acts in.
+pub fn policy(
+    cmd: PolicyCmd,
+    configured: Option<&str>,
+    rt: impl FnOnce() -> anyhow::Result<cordon::container::Runtime>,
+) -> anyhow::Result<i32> {
     match cmd {
         PolicyCmd::Show {
             policy,
@@ -60,6 +65,7 @@ pub fn policy(cmd: PolicyCmd, configured: Option<&str>) -> anyhow::Result<i32> {
                 intercepted
             );
         }
+        PolicyCmd::Update { container_id, policy } => rt()?.update_policy(&container_id, &policy)?,
     }
     Ok(0)
 }

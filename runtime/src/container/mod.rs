@@ -17,6 +17,7 @@ pub mod foreground;
 mod harden;
 pub mod landlock;
 pub mod mount_ns;
+mod policy_update;
 pub mod resolver;
 pub mod setup_log;
 pub mod snapshot;
@@ -113,6 +114,14 @@ pub enum Error {
         fd: i32,
         /// The last fd to pass (`2 + n`).
         last: i32,
+    },
+    /// `cordon policy update` refused or failed, and why.
+    #[error("policy update of {id:?}: {why}")]
+    PolicyUpdate {
+        /// Container id.
+        id: String,
+        /// Why, in one line.
+        why: String,
     },
     /// The policy could not be rendered as TOML for the container's dir.
     #[error("render the policy: {0}")]

@@ -9,6 +9,7 @@
 mod choice;
 pub mod landlock;
 pub mod levels;
+pub mod live;
 pub mod model;
 pub mod names;
 pub mod narrow;

@@ -20,6 +20,9 @@
 //! `create` also connects once, under a policy with `host` rules, to hand
 //! over the resolver's sockets (tag `D`, see [`send_resolver`]) before the
 //! container runs; the supervisor answers `K` once its resolver serves.
+//! `cordon policy update` sends a new policy (tag `U`, see
+//! [`send_update`]); the supervisor answers `K` once it is in force, or
+//! `N` and why not.
 //!
 //! After step 2 only `write`, `read` and `close` run before execve, and the
 //! policy may never send those to the supervisor, so the handover cannot
@@ -122,6 +125,68 @@ pub enum Incoming {
     Process(Attached),
     /// `create` handing over the resolver's sockets.
     Resolver(crate::supervisor::dns::Handover),
+    /// `cordon policy update`: the policy's name and its TOML text.
+    Update(String, String),
+}
+
+/// Longest policy text an update carries (bytes).
+const MAX_POLICY: usize = 4 << 20;
+
+/// Client side of a live policy update, run by `cordon policy update`:
+/// sends `U`, then a length-prefixed (u32, native endian) `NAME\nTOML`,
+/// and reads the answer: `K` (in force), or `N` followed by a
+/// length-prefixed line saying why not. `Ok(Err(why))` is a refusal.
+pub fn send_update(sock: &mut UnixStream, name: &str, text: &str) -> io::Result<Result<(), String>> {
+    let body = format!("{name}\n{text}");
+    if body.len() > MAX_POLICY {
+        return Ok(Err(format!("the policy is longer than {MAX_POLICY} bytes")));
+    }
+    sock.write_all(b"U")?;
+    sock.write_all(&(body.len() as u32).to_ne_bytes())?;
+    sock.write_all(body.as_bytes())?;
+    let mut ack = [0u8; 1];
+    sock.read_exact(&mut ack)?;
+    match ack[0] {
+        b'K' => Ok(Ok(())),
+        b'N' => Ok(Err(read_line(sock, 4096)?)),
+        _ => Err(io::Error::other("the supervisor answered an update with a bad byte")),
+    }
+}
+
+/// Answers an update: `None` when the policy is in force, else why not.
+pub fn answer_update(sock: &mut UnixStream, refused: Option<&str>) -> io::Result<()> {
+    match refused {
+        None => sock.write_all(b"K"),
+        Some(why) => {
+            let why = &why.as_bytes()[..why.len().min(4096)];
+            sock.write_all(b"N")?;
+            sock.write_all(&(why.len() as u32).to_ne_bytes())?;
+            sock.write_all(why)
+        }
+    }
+}
+
+/// Reads a length-prefixed (u32, native endian) UTF-8 text of at most
+/// `max` bytes.
+fn read_line(sock: &mut UnixStream, max: usize) -> io::Result<String> {
+    let mut len = [0u8; 4];
+    sock.read_exact(&mut len)?;
+    let len = u32::from_ne_bytes(len) as usize;
+    if len > max {
+        return Err(io::Error::other(format!("a message longer than {max} bytes")));
+    }
+    let mut line = vec![0u8; len];
+    sock.read_exact(&mut line)?;
+    String::from_utf8(line).map_err(|_| io::Error::other("a message that is not UTF-8"))
+}
+
+/// Reads the rest of an update after its tag (see [`send_update`]).
+fn accept_update(sock: &mut UnixStream) -> io::Result<Incoming> {
+    let body = read_line(sock, MAX_POLICY)?;
+    let (name, text) = body
+        .split_once('\n')
+        .ok_or_else(|| io::Error::other("policy update: no name line"))?;
+    Ok(Incoming::Update(name.to_string(), text.to_string()))
 }
 
 /// Client side of the resolver handover, run by `create`: sends `h` (tag
@@ -161,15 +226,7 @@ pub fn send_resolver(sock: &mut UnixStream, h: &crate::supervisor::dns::Handover
 /// [`send_resolver`]).
 fn accept_resolver(sock: &mut UnixStream, mut fds: Vec<OwnedFd>) -> io::Result<crate::supervisor::dns::Handover> {
     let bad = |what: &str| io::Error::other(format!("resolver handover: {what}"));
-    let mut len = [0u8; 4];
-    sock.read_exact(&mut len)?;
-    let len = u32::from_ne_bytes(len) as usize;
-    if len > 4096 {
-        return Err(bad("line too long"));
-    }
-    let mut line = vec![0u8; len];
-    sock.read_exact(&mut line)?;
-    let line = String::from_utf8(line).map_err(|_| bad("not UTF-8"))?;
+    let line = read_line(sock, 4096)?;
     let mut words = line.split(' ');
     let address = words
         .next()
@@ -214,6 +271,9 @@ pub fn accept(sock: &mut UnixStream) -> io::Result<Incoming> {
     let fds = fds.ok_or_else(|| io::Error::from(nix::errno::Errno::ENOBUFS))?;
     if tag[0] == b'D' {
         return accept_resolver(sock, fds).map(Incoming::Resolver);
+    }
+    if tag[0] == b'U' {
+        return accept_update(sock);
     }
     let pidfd = fds.into_iter().next();
     let (role, ptrace) = match tag[0] {

@@ -24,6 +24,7 @@ mod platform;
 mod ptrace;
 pub mod syscalls;
 pub mod task;
+pub mod update;
 pub(crate) mod views;
 mod watchdog;
 
@@ -96,8 +97,9 @@ pub struct Options {
 
 /// State shared by every receiver thread.
 pub struct Supervisor {
-    /// The compiled policy.
-    pub policy: Policy,
+    /// The compiled policy ([`Supervisor::policy`]); `cordon policy
+    /// update` replaces it ([`Supervisor::replace_policy`]).
+    policy: std::sync::RwLock<Arc<Policy>>,
     /// The audit trail.
     pub audit: audit::AuditLog,
     /// Hostname shown by the emulated uname.
@@ -138,6 +140,21 @@ impl Drop for Answering<'_> {
 }
 
 impl Supervisor {
+    /// The policy in force now. A handler takes it once per decision: a
+    /// live update ([`Supervisor::replace_policy`]) changes what later
+    /// calls see, never the answer to a call being decided.
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::clone(&self.policy.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Puts `new` in force for every call decided from now on; returns
+    /// the policy it replaces. What may change is
+    /// [`crate::policy::live::refusal`]'s to say, checked before.
+    pub fn replace_policy(&self, new: Policy) -> Arc<Policy> {
+        let mut guard = self.policy.write().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *guard, Arc::new(new))
+    }
+
     /// Marks an answer in progress until the guard drops. A caller runs on
     /// as soon as it is answered, before its decision is recorded: the
     /// container's init can exit in between, and the supervisor, which
@@ -231,7 +248,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     timing.end();
     let timing = timings::step("supervisor: threads and audit trail");
     let sup = Arc::new(Supervisor {
-        policy,
+        policy: std::sync::RwLock::new(Arc::new(policy)),
         audit,
         hostname: opts.hostname.clone(),
         identity,
@@ -305,7 +322,7 @@ fn record_start(sup: &Supervisor, opts: &Options) {
         &format!(
             "container {} policy {} platform {}{} enforcement {}",
             opts.id,
-            sup.policy.name,
+            sup.policy().name,
             opts.platform.name(),
             opts.fallback
                 .as_deref()
@@ -423,17 +440,8 @@ fn attach(
     watchdog: Option<UnixStream>,
     tracer: Option<Arc<ptrace::Tracer>>,
 ) {
-    let att = match handshake::accept(&mut stream) {
-        Ok(handshake::Incoming::Process(a)) => a,
-        Ok(handshake::Incoming::Resolver(h)) => {
-            start_resolver(&sup, h, &mut stream);
-            return;
-        }
-        Err(e) => {
-            sup.audit
-                .record(0, "supervisor", &format!("attach failed: {e}"), "event", "error");
-            return;
-        }
+    let Some(att) = accept_process(&sup, &mut stream) else {
+        return;
     };
     let traced = match (att.listener, &tracer) {
         (Some(listener), _) => {
@@ -516,11 +524,33 @@ fn attach(
     }
 }
 
+/// Reads what arrives on `stream`: a process attaching (returned), or
+/// served here: the resolver's sockets, a policy update; an error is
+/// recorded.
+fn accept_process(sup: &Arc<Supervisor>, stream: &mut UnixStream) -> Option<handshake::Attached> {
+    match handshake::accept(stream) {
+        Ok(handshake::Incoming::Process(a)) => Some(a),
+        Ok(handshake::Incoming::Resolver(h)) => {
+            start_resolver(sup, h, stream);
+            None
+        }
+        Ok(handshake::Incoming::Update(name, text)) => {
+            update::serve(sup, &name, &text, stream);
+            None
+        }
+        Err(e) => {
+            sup.audit
+                .record(0, "supervisor", &format!("attach failed: {e}"), "event", "error");
+            None
+        }
+    }
+}
+
 /// Starts the resolver on the sockets `create` handed over (once, and
 /// only under a policy with `host` rules), then answers `create`.
 fn start_resolver(sup: &Arc<Supervisor>, h: dns::Handover, stream: &mut UnixStream) {
     static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !sup.policy.net.has_names() || STARTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+    if !sup.policy().net.has_names() || STARTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
         sup.audit.record(
             0,
             "supervisor",

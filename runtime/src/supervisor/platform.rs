@@ -166,13 +166,14 @@ pub(super) fn handle<P: Platform>(p: &mut P, stop: P::Stop, notif: libc::seccomp
 /// for emulated calls the handler's answer.
 pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
     let notif = ctx.notif;
-    let (action, errno) = ctx.sup.policy.decide(nr, &notif.data.args);
+    let policy = ctx.sup.policy();
+    let (action, errno) = policy.decide(nr, &notif.data.args);
     match action {
         Action::Audit => Outcome::new(Reply::Continue, "audit", syscalls::summary(name, notif))
-            .by(Some(ctx.sup.policy.explain_syscall(nr, &notif.data.args))),
+            .by(Some(policy.explain_syscall(nr, &notif.data.args))),
         Action::Emulate => syscalls::dispatch(ctx, name),
         Action::Deny => Outcome::new(Reply::Errno(errno), "deny", syscalls::summary(name, notif))
-            .by(Some(ctx.sup.policy.explain_syscall(nr, &notif.data.args))),
+            .by(Some(policy.explain_syscall(nr, &notif.data.args))),
         Action::Allow => Outcome::new(Reply::Continue, "allow", syscalls::summary(name, notif)),
         Action::Kill => {
             if let Ok(pidfd) = sys::pidfd_open(notif.pid as i32) {

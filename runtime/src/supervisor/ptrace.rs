@@ -303,7 +303,7 @@ impl Loop {
         let path = exe_in_container(pid);
         let denied = path
             .as_deref()
-            .map(|p| self.sup.policy.paths.access(p) == crate::policy::PathAccess::Deny)
+            .map(|p| self.sup.policy().paths.access(p) == crate::policy::PathAccess::Deny)
             .unwrap_or(false);
         if denied {
             if let Ok(fd) = super::syscalls::pidfd_of(pid) {
@@ -311,7 +311,7 @@ impl Loop {
             }
         }
         if denied {
-            let rule = path.as_deref().and_then(|p| self.sup.policy.explain_path(p));
+            let rule = path.as_deref().and_then(|p| self.sup.policy().explain_path(p));
             self.sup.audit.record_by(
                 pid,
                 "execve",

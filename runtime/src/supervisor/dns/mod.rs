@@ -322,9 +322,11 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
     }
     let shown = if q.name.is_empty() { "." } else { q.name.as_str() };
     let detail = format!("{shown} {}{}", type_name(q.qtype), if tcp { " (TCP)" } else { "" });
-    let net = &sup.policy.net;
+    // One policy for the whole answer (a live update swaps it).
+    let policy = sup.policy();
+    let net = &policy.net;
     let record = |action: &str, result: &str, rule: Option<usize>| {
-        let rule = sup.policy.explain_net_rule(rule);
+        let rule = policy.explain_net_rule(rule);
         sup.audit.record_by(0, "dns", &detail, action, result, Some(&rule));
     };
     let (verdict, rule) = net.decide_name(&q.name);
@@ -332,7 +334,7 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         record("deny", "NXDOMAIN", rule);
         return Some(wire::reply(&q, wire::NXDOMAIN));
     }
-    let timeout = Duration::from_millis(u64::from(sup.policy.source.dns.timeout_ms));
+    let timeout = Duration::from_millis(u64::from(policy.source.dns.timeout_ms));
     let Some((bytes, resp)) = forward(&q, ups, timeout) else {
         let why = if nameservers.is_empty() {
             "SERVFAIL (no nameserver)".to_string()
@@ -347,7 +349,7 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         record("deny", &format!("NXDOMAIN (CNAME {name})"), Some(i));
         return Some(wire::reply(&q, wire::NXDOMAIN));
     }
-    let dns = &sup.policy.source.dns;
+    let dns = &policy.source.dns;
     let mut bound = Vec::new();
     for r in &resp.records {
         if let wire::Record::Addr(owner, ip, ttl) = r {

@@ -140,7 +140,7 @@ impl Outcome {
     /// A refusal of container path `path` by a path rule: EACCES, naming
     /// the rule.
     pub fn path_denied(t: &(impl Task + ?Sized), path: String) -> Self {
-        let rule = t.sup().policy.explain_path(&path);
+        let rule = t.sup().policy().explain_path(&path);
         Self::new(Reply::Errno(libc::EACCES), "deny", path).by(rule)
     }
 }

@@ -155,7 +155,10 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
         return (addr.describe(), family_verdict(t, addr));
     };
     let sup = t.sup();
-    let net = &sup.policy.net;
+    // One policy for the whole decision (a live update swaps it: a call
+    // decided before the swap keeps its answer).
+    let policy = sup.policy();
+    let net = &policy.net;
     if net.has_names() && DNS_PORTS.contains(&port) {
         let resolver = sup.names.resolver();
         let to_resolver = resolver.is_some_and(|r| {
@@ -186,9 +189,9 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
         None => addr.describe(),
     };
     if action == NetAction::Deny {
-        return (detail, Err((libc::EPERM, sup.policy.explain_net_rule(rule))));
+        return (detail, Err((libc::EPERM, policy.explain_net_rule(rule))));
     }
-    let by = which.map(|_| sup.policy.explain_net_rule(rule));
+    let by = which.map(|_| policy.explain_net_rule(rule));
     (detail, Ok(by))
 }
 
@@ -205,10 +208,10 @@ fn family_verdict(t: &(impl Task + ?Sized), addr: &Addr) -> Result<Option<String
     if matches!(f, libc::AF_UNIX | libc::AF_UNSPEC | libc::AF_INET | libc::AF_INET6) {
         return Ok(None);
     }
-    let sup = t.sup();
-    let net = &sup.policy.net;
+    let policy = t.sup().policy();
+    let net = &policy.net;
     let (action, rule) = match net.decide_family(f) {
-        Some((action, i)) => (action, sup.policy.explain_net_rule(Some(i))),
+        Some((action, i)) => (action, policy.explain_net_rule(Some(i))),
         None if f == libc::AF_NETLINK => (
             NetAction::Allow,
             "netlink reaches the kernel of the container's own network namespace (a family = \"netlink\" rule \
@@ -283,7 +286,7 @@ fn unix_in_root(ctx: &dyn Task, addr: &Addr, creds: &Creds) -> Result<Option<(Ve
         return Ok(None);
     };
     let (fd, cpath) = super::path::target(ctx, libc::AT_FDCWD, path, true, creds)?;
-    if ctx.sup().policy.paths.access(&cpath) == crate::policy::PathAccess::Deny {
+    if ctx.sup().policy().paths.access(&cpath) == crate::policy::PathAccess::Deny {
         return Err(Denied::Policy(cpath));
     }
     let mut bytes = addr.bytes[..2].to_vec();
@@ -443,7 +446,7 @@ pub fn bind(ctx: &dyn Task) -> Outcome {
         Ok(f) => f,
         Err(_) => return out(libc::EIO, "allow"),
     };
-    let paths = &ctx.sup().policy.paths;
+    let paths = &ctx.sup().policy().paths;
     let (parent, name) = super::path::split_parent(path);
     let (Ok(parent), Ok(name)) = (CString::new(parent), CString::new(name)) else {
         return out(libc::EINVAL, "allow");

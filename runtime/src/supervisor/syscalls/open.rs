@@ -74,7 +74,7 @@ pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
             Outcome::new(Reply::Blocking(job), "allow", String::new())
         }
         Err(Denied::Policy(p)) => {
-            let rule = ctx.sup().policy.explain_path(&p);
+            let rule = ctx.sup().policy().explain_path(&p);
             Outcome::new(
                 Reply::Errno(libc::EACCES),
                 "deny",
@@ -271,7 +271,7 @@ enum Done {
 fn perform(ctx: &dyn Task, req: &Request, may_block: bool) -> Result<Done, Denied> {
     let crate::supervisor::task::Caller { creds, root } = ctx.caller().map_err(|_| Denied::Errno(libc::ESRCH))?;
     let root: &Root = &root;
-    let policy = &ctx.sup().policy.paths;
+    let policy = &ctx.sup().policy().paths;
 
     // The caller asked for scoped resolution: the kernel's own semantics on
     // a copy of its dirfd; the final path is still checked below.
@@ -465,7 +465,7 @@ fn reopen_exe(ctx: &dyn Task, req: &Request, creds: &Creds) -> Result<Done, Deni
     let link = cstr(format!("/proc/self/fd/{}", exe.as_raw_fd()))?;
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     let path = container_path(&root, &fd)?;
-    if !ctx.sup().policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
+    if !ctx.sup().policy().paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     if req.flags & libc::O_PATH as u64 != 0 {
@@ -481,7 +481,7 @@ fn reopen_exe(ctx: &dyn Task, req: &Request, creds: &Creds) -> Result<Done, Deni
 fn reopen_fd(ctx: &dyn Task, req: &Request, copy: OwnedFd, creds: &Creds) -> Result<Done, Denied> {
     let root = root_of(ctx)?;
     let path = container_path(&root, &copy)?;
-    if !ctx.sup().policy.paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
+    if !ctx.sup().policy().paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     if req.flags & libc::O_PATH as u64 != 0 {

@@ -194,7 +194,7 @@ pub(crate) mod fake {
         pub fn new(toml: &str, mem: usize) -> Self {
             let policy = crate::policy::Policy::from_toml(toml, "test").expect("policy");
             let sup = Supervisor {
-                policy,
+                policy: std::sync::RwLock::new(std::sync::Arc::new(policy)),
                 audit: crate::supervisor::audit::AuditLog::open(None).expect("audit"),
                 hostname: "box".into(),
                 identity: ("6.1.0-virtual".into(), "#1 SMP cordon".into()),

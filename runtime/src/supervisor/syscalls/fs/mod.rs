@@ -44,14 +44,14 @@ pub(super) fn path_arg(ctx: &dyn Task, i: usize) -> Result<Vec<u8>, Denied> {
 }
 
 fn check_read(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
-    if ctx.sup().policy.paths.access(path) == crate::policy::PathAccess::Deny {
+    if ctx.sup().policy().paths.access(path) == crate::policy::PathAccess::Deny {
         return Err(Denied::Policy(path.to_string()));
     }
     Ok(())
 }
 
 pub(super) fn check_write(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
-    if !ctx.sup().policy.paths.allows_open(path, libc::O_WRONLY as u64) {
+    if !ctx.sup().policy().paths.allows_open(path, libc::O_WRONLY as u64) {
         return Err(Denied::Policy(path.to_string()));
     }
     Ok(())

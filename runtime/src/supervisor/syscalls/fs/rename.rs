@@ -51,7 +51,7 @@ pub(super) fn rename(c: &mut Call<'_>) -> Result<i64, Denied> {
         drop(old);
         return link_followed(ctx, (od, op), (nd, np), 0, creds, c.detail);
     }
-    let paths = &ctx.sup().policy.paths;
+    let paths = &ctx.sup().policy().paths;
     if name.starts_with("rename") && paths.restricts_below(&old.path) {
         // Moving a directory moves what the rules protect below it.
         return Err(Denied::Policy(old.path));
