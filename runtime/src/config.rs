@@ -14,6 +14,10 @@
 //! [annotations]               # what containers may choose (see `AnnotationGate`)
 //! allow = true
 //! policies = ["default", "audit", "agent", "/etc/cordon/policies/"]
+//!
+//! [ask]                       # the decision program of `ask` rules (see `Ask`)
+//! socket = "/run/cordon-ask.sock"
+//! timeout_ms = 30000
 //! ```
 //!
 //! The global flags `--policy` and `--platform` override `policy` and
@@ -87,6 +91,40 @@ pub struct RuntimeConfig {
     /// What containers may choose through `org.cordon.*` annotations.
     #[serde(default)]
     pub annotations: AnnotationGate,
+    /// The decision program `ask` rules ask.
+    #[serde(default)]
+    pub ask: Ask,
+}
+
+/// How long a question of an `ask` rule waits for its answer by default,
+/// in milliseconds.
+pub const DEFAULT_ASK_TIMEOUT_MS: u32 = 30_000;
+
+/// The `[ask]` table: the decision program the supervisor asks about
+/// calls an `action = "ask"` rule holds (docs/POLICY.md, "Ask").
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ask {
+    /// The program's unix stream socket; none: every question is denied.
+    #[serde(default)]
+    pub socket: Option<PathBuf>,
+    /// How long a question waits for its answer (1 to 600000 ms); then
+    /// the call is denied.
+    #[serde(default = "default_ask_timeout")]
+    pub timeout_ms: u32,
+}
+
+impl Default for Ask {
+    fn default() -> Self {
+        Ask {
+            socket: None,
+            timeout_ms: DEFAULT_ASK_TIMEOUT_MS,
+        }
+    }
+}
+
+fn default_ask_timeout() -> u32 {
+    DEFAULT_ASK_TIMEOUT_MS
 }
 
 fn default_policy() -> String {
@@ -108,6 +146,7 @@ impl Default for RuntimeConfig {
             data_dir: default_data_dir(),
             audit: Default::default(),
             annotations: Default::default(),
+            ask: Default::default(),
         }
     }
 }
@@ -144,6 +183,19 @@ impl RuntimeConfig {
                 "{}: {:?} is not an absolute path",
                 at("data_dir"),
                 cfg.data_dir
+            )));
+        }
+        if cfg.ask.socket.as_ref().is_some_and(|s| !s.is_absolute()) {
+            return Err(ConfigError::Unsupported(format!(
+                "{}: not an absolute path",
+                at("ask.socket")
+            )));
+        }
+        if !(1..=600_000).contains(&cfg.ask.timeout_ms) {
+            return Err(ConfigError::Unsupported(format!(
+                "{}: {} is not between 1 and 600000",
+                at("ask.timeout_ms"),
+                cfg.ask.timeout_ms
             )));
         }
         let gate = &cfg.annotations;

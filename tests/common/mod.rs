@@ -108,6 +108,9 @@ pub struct Env {
     /// The runtime's `--policy` for this environment's commands (an admin's
     /// choice, not gated like the `org.cordon.policy` annotation).
     pub policy: Option<String>,
+    /// The runtime config file for this environment's commands
+    /// (`CORDON_CONFIG`); none: the defaults.
+    pub config_file: Option<PathBuf>,
 }
 
 impl Env {
@@ -171,6 +174,7 @@ impl Env {
             bundle: TempDir::new("bundle"),
             config,
             policy: None,
+            config_file: None,
         };
         // The suites run on both platforms: `CORDON_TEST_PLATFORM=ptrace`
         // (make test-ptrace) puts every container on the ptrace platform.
@@ -208,6 +212,9 @@ impl Env {
         cmd.arg("--root").arg(self.root.path());
         if let Some(p) = &self.policy {
             cmd.arg("--policy").arg(p);
+        }
+        if let Some(c) = &self.config_file {
+            cmd.env("CORDON_CONFIG", c);
         }
         run_captured(cmd.args(args))
     }

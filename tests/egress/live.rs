@@ -4,9 +4,9 @@
 use super::*;
 
 /// The container's init: for round N it waits for `/shared/go-N`, connects
-/// to the address written there (port 8080) and writes `ok` or `err
-/// ERRNO` to `/shared/result-N`; `exit` ends it.
-const LOOP: &str = r#"
+/// to the address or name written there (port 8080) and writes `ok` or
+/// `err ERRNO` to `/shared/result-N`; `exit` ends it.
+pub(super) const LOOP: &str = r#"
 import errno, os, socket, time
 n = 0
 while True:
@@ -17,20 +17,17 @@ while True:
     target = open(go).read().strip()
     if target == "exit":
         break
-    s = socket.socket()
-    s.settimeout(5)
     try:
-        s.connect((target, 8080))
+        socket.create_connection((target, 8080), timeout=5).close()
         r = "ok"
     except OSError as e:
         r = "err " + errno.errorcode.get(e.errno, str(e.errno))
-    s.close()
     open("/shared/result-%d.tmp" % n, "w").write(r)
     os.rename("/shared/result-%d.tmp" % n, "/shared/result-%d" % n)
 "#;
 
 /// Host side of the loop: round `n` against `target`, its result.
-fn round(shared: &std::path::Path, n: usize, target: &str) -> String {
+pub(super) fn round(shared: &std::path::Path, n: usize, target: &str) -> String {
     std::fs::write(shared.join(format!("go-{n}")), target).unwrap();
     let result = shared.join(format!("result-{n}"));
     wait_until(&format!("round {n}"), std::time::Duration::from_secs(60), || {
@@ -39,7 +36,7 @@ fn round(shared: &std::path::Path, n: usize, target: &str) -> String {
 }
 
 /// A policy file in `dir`: the allowed name, the egress base, `extra`.
-fn policy_file(dir: &std::path::Path, file: &str, extra: &str) -> String {
+pub(super) fn policy_file(dir: &std::path::Path, file: &str, extra: &str) -> String {
     let path = dir.join(file);
     std::fs::write(
         &path,

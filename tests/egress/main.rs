@@ -21,6 +21,7 @@ use std::thread::JoinHandle;
 
 use cordon_tests::*;
 
+mod ask;
 mod live;
 
 /// The two network namespaces, the servers, and what the DNS server was

@@ -2,6 +2,7 @@
 //! liboci-cli's definitions where they match runc), plus cordon's own
 //! (`policy`, `audit`, `syscalls`) and the internal `supervise`.
 
+mod ask;
 pub mod docs;
 mod install;
 mod lifecycle;
@@ -122,6 +123,8 @@ pub enum Cmd {
     Policy(PolicyCmd),
     /// Show a container's audit trail: what the supervisor decided
     Audit(AuditArgs),
+    /// Answer the questions of `ask` rules from this terminal (listens on SOCKET)
+    Ask(ask::AskArgs),
     /// Print the syscall table and what a policy does with each syscall
     Syscalls(SyscallsArgs),
     /// Print, or with --write merge, the configuration an engine needs to use cordon
@@ -320,6 +323,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Policy(p) => policy::policy(p, cli.policy.as_deref(), rt),
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),
+        Cmd::Ask(a) => ask::ask(a),
         Cmd::Install(a) => install::install(a),
         Cmd::Uninstall(a) => install::uninstall(a),
         Cmd::GenerateDocs { dir } => docs::generate(&dir),

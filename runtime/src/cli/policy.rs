@@ -99,10 +99,10 @@ fn explain_text(p: &Policy, plan: &cordon::policy::levels::Plan) -> String {
     };
     let _ = writeln!(out, "{files}");
     for (i, r) in p.source.net.iter().enumerate() {
-        let action = if r.action == cordon::policy::NetAction::Allow {
-            "allow"
-        } else {
-            "deny"
+        let action = match r.action {
+            cordon::policy::NetAction::Allow => "allow",
+            cordon::policy::NetAction::Deny => "deny",
+            cordon::policy::NetAction::Ask => "ask",
         };
         let ports = if r.ports.is_empty() {
             String::new()

@@ -497,6 +497,7 @@ impl Runtime {
         let names = UtsNames {
             hostname: &hostname,
             domainname: &domainname,
+            ask: &self.config.ask,
         };
         let fixed_policy = dir.join(POLICY_FILE);
         let starting = spawn_supervisor(
@@ -891,10 +892,13 @@ impl Starting {
     }
 }
 
-/// The names the emulated uname reports.
+/// What the supervisor is given besides its policy: the names the
+/// emulated uname reports, the decision program of `ask` rules.
 struct UtsNames<'a> {
     hostname: &'a str,
     domainname: &'a str,
+    /// The runtime config's decision program for `ask` rules.
+    ask: &'a crate::config::Ask,
 }
 
 /// Binds the supervisor's socket in `dir` and starts `cordon supervise`
@@ -934,6 +938,8 @@ fn spawn_supervisor(
         platform: platform.name().to_string(),
         fallback: fallback.map(str::to_string),
         enforcement: enforcement.to_string(),
+        ask_socket: names.ask.socket.clone(),
+        ask_timeout_ms: names.ask.timeout_ms,
     };
     let mut cmd = Command::new(exe);
     cmd.arg(crate::supervisor::SuperviseArgs::COMMAND)

@@ -253,6 +253,12 @@ impl Policy {
         check_handover(&rules, file.default_action, origin)?;
         check_dns(&file.dns, origin)?;
         let paths = PathPolicy::compile(&file.paths).map_err(|(i, msg)| invalid(format!("path[{i}].pattern"), msg))?;
+        if file.net_default == model::NetAction::Ask {
+            return Err(invalid(
+                "net_default".into(),
+                "ask is a rule's action: write net_default = \"deny\" and a rule with action = \"ask\" for what may be asked".into(),
+            ));
+        }
         let net = NetPolicy::compile(&file.net, file.net_default)
             .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;
         check_reachable(&file, &rules, origin)?;

@@ -131,6 +131,11 @@ pub enum NetAction {
     Deny,
     /// Allowed.
     Allow,
+    /// Held while the runtime config's decision program (`[ask]`) answers
+    /// allow or deny; deny without one, or when it does not answer in
+    /// time. A rule's action only (`cidr` and `host` rules), never
+    /// `net_default` (docs/POLICY.md, "Ask").
+    Ask,
 }
 
 /// A rule over destinations of connect, sendto and sendmsg: IPv4/IPv6

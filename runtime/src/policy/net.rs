@@ -143,6 +143,13 @@ impl NetPolicy {
             if r.ports.contains(&0) {
                 return Err((i, "ports", "port 0 is no destination: list ports 1 to 65535".into()));
             }
+            if r.action == NetAction::Ask && matches!(target, Target::Family(_)) {
+                return Err((
+                    i,
+                    "action",
+                    "ask applies to cidr and host rules, not to a family".into(),
+                ));
+            }
             out.push((target, r.ports.clone(), r.action));
         }
         Ok(Self { rules: out, default })
@@ -205,13 +212,34 @@ impl NetPolicy {
                 let compatible = o[..12] == [0; 12] && o[12..] != [0, 0, 0, 0] && o[12..] != [0, 0, 0, 1];
                 let embedded = (compatible || o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])
                     .then(|| IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])));
+                // The stricter reading decides: deny, then ask.
                 match (one(addr), embedded.map(one)) {
                     (d @ (NetAction::Deny, _, _), _) | (_, Some(d @ (NetAction::Deny, _, _))) => d,
+                    (q @ (NetAction::Ask, _, _), _) | (_, Some(q @ (NetAction::Ask, _, _))) => q,
                     (a, _) => a,
                 }
             }
             v4 => one(v4),
         }
+    }
+
+    /// Why `net_default` decided a destination no rule matched: the first
+    /// `allow` or `ask` rule that matches `addr` (or one of `names`) on
+    /// other ports, with those ports, so a denial can say "port not
+    /// allowed" rather than "no rule".
+    pub fn port_miss(&self, addr: IpAddr, names: &[String]) -> Option<(usize, &[u16])> {
+        let addr = match addr {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(addr),
+            v4 => v4,
+        };
+        self.rules.iter().enumerate().find_map(|(i, (t, ports, action))| {
+            let hit = match t {
+                Target::Net(net) => net.contains(&addr),
+                Target::Host(h) => names.iter().any(|n| h.matches(n)),
+                Target::Family(_) => false,
+            };
+            (hit && !ports.is_empty() && *action != NetAction::Deny).then_some((i, ports.as_slice()))
+        })
     }
 
     /// The verdict for an address of `family` (not inet, inet6 or unix):

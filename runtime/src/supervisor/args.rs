@@ -37,6 +37,12 @@ pub struct SuperviseArgs {
     /// Where the path rules are enforced, and why (recorded in the audit trail)
     #[arg(long, default_value = "supervisor")]
     pub enforcement: String,
+    /// The decision program's socket for `ask` rules
+    #[arg(long)]
+    pub ask_socket: Option<PathBuf>,
+    /// How long a question waits for its answer (ms)
+    #[arg(long, default_value_t = crate::config::DEFAULT_ASK_TIMEOUT_MS)]
+    pub ask_timeout_ms: u32,
 }
 
 impl SuperviseArgs {
@@ -66,7 +72,12 @@ impl SuperviseArgs {
         if let Some(why) = &self.fallback {
             v.extend(["--fallback".into(), why.into()]);
         }
+        if let Some(socket) = &self.ask_socket {
+            v.extend(["--ask-socket".into(), socket.into()]);
+        }
         v.extend([
+            "--ask-timeout-ms".into(),
+            self.ask_timeout_ms.to_string().into(),
             "--enforcement".into(),
             self.enforcement.clone().into(),
             "--".into(),
@@ -90,6 +101,8 @@ impl SuperviseArgs {
             platform: crate::config::Platform::parse(&self.platform, "--platform")?,
             fallback: self.fallback,
             enforcement: self.enforcement,
+            ask_socket: self.ask_socket,
+            ask_timeout_ms: self.ask_timeout_ms,
         })
     }
 }
@@ -122,6 +135,8 @@ mod tests {
             platform: "ptrace".into(),
             fallback: Some("cannot create a seccomp notify listener: EBUSY".into()),
             enforcement: "kernel (12 path rules by the container's mounts)".into(),
+            ask_socket: Some("/run/platform/ask.sock".into()),
+            ask_timeout_ms: 500,
         };
         assert_eq!(round_trip(&full), full);
         let bare = SuperviseArgs {
@@ -134,6 +149,8 @@ mod tests {
             platform: "seccomp-notify".into(),
             fallback: None,
             enforcement: "supervisor".into(),
+            ask_socket: None,
+            ask_timeout_ms: crate::config::DEFAULT_ASK_TIMEOUT_MS,
         };
         assert_eq!(round_trip(&bare), bare);
     }
@@ -150,6 +167,8 @@ mod tests {
             platform: "kvm".into(),
             fallback: None,
             enforcement: "supervisor".into(),
+            ask_socket: None,
+            ask_timeout_ms: 1,
         });
         let e = a.clone().into_options().unwrap_err().to_string();
         assert!(e.contains("--platform") && e.contains("\"kvm\""), "{e}");

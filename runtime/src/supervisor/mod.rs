@@ -10,6 +10,7 @@
 //! init exits; if it dies for any reason the watchdog kills the container.
 
 mod args;
+pub mod ask;
 pub mod audit;
 mod confine;
 pub use args::SuperviseArgs;
@@ -93,10 +94,19 @@ pub struct Options {
     /// Where the path rules are enforced (`kernel (...)` or
     /// `supervisor (why)`), for the audit trail.
     pub enforcement: String,
+    /// The decision program's socket for `ask` rules (the runtime
+    /// config's `[ask] socket`), if one is configured.
+    pub ask_socket: Option<PathBuf>,
+    /// How long a question waits for its answer, in milliseconds.
+    pub ask_timeout_ms: u32,
 }
 
 /// State shared by every receiver thread.
 pub struct Supervisor {
+    /// The container's id (in questions to the decision program).
+    pub id: String,
+    /// The decision program of `ask` rules, and its remembered answers.
+    pub asker: ask::Asker,
     /// The compiled policy ([`Supervisor::policy`]); `cordon policy
     /// update` replaces it ([`Supervisor::replace_policy`]).
     policy: std::sync::RwLock<Arc<Policy>>,
@@ -248,6 +258,11 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     timing.end();
     let timing = timings::step("supervisor: threads and audit trail");
     let sup = Arc::new(Supervisor {
+        id: opts.id.clone(),
+        asker: ask::Asker::new(
+            opts.ask_socket.clone(),
+            std::time::Duration::from_millis(u64::from(opts.ask_timeout_ms)),
+        ),
         policy: std::sync::RwLock::new(Arc::new(policy)),
         audit,
         hostname: opts.hostname.clone(),

@@ -188,11 +188,90 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
         Some(n) => format!("{n} ({ip}):{port}"),
         None => addr.describe(),
     };
-    if action == NetAction::Deny {
-        return (detail, Err((libc::EPERM, policy.explain_net_rule(rule))));
+    match action {
+        NetAction::Deny if rule.is_none() => (detail, Err((libc::EPERM, why_default(&policy, ip, port, &names)))),
+        NetAction::Deny => (detail, Err((libc::EPERM, policy.explain_net_rule(rule)))),
+        NetAction::Ask => {
+            let q = crate::supervisor::ask::Question {
+                container: sup.id.clone(),
+                pid: t.pid(),
+                command: String::new(),
+                syscall: if send { "send" } else { "connect" }.into(),
+                host: name.cloned(),
+                address: ip.to_string(),
+                port,
+                rule: policy.explain_net_rule(rule),
+            };
+            (detail, asked(sup, q))
+        }
+        NetAction::Allow => (detail, Ok(which.map(|_| policy.explain_net_rule(rule)))),
     }
-    let by = which.map(|_| policy.explain_net_rule(rule));
-    (detail, Ok(by))
+}
+
+/// Why `net_default` denied `ip`:`port` (looked up as `names`), as the
+/// trail says it: which part failed, so an agent can act on it.
+fn why_default(policy: &crate::policy::Policy, ip: IpAddr, port: u16, names: &[String]) -> String {
+    if let Some((i, ports)) = policy.net.port_miss(ip, names) {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        return format!(
+            "net_default (port {port} not allowed: {} allows ports {})",
+            policy.explain_net_rule(Some(i)),
+            ports.join(",")
+        );
+    }
+    match names.first() {
+        Some(name) => format!("net_default (no rule allows the name {name})"),
+        None => format!("net_default (no rule allows the address {ip})"),
+    }
+}
+
+/// A verdict no answer was asked for yet: the handler must run again on a
+/// thread of its own, where the question may wait ([`ask_first`]).
+const ASK_FIRST: i32 = -1;
+
+/// The verdict of an `ask` rule on question `q`: the remembered answer,
+/// else (on a thread that may wait) the decision program's, else
+/// [`ASK_FIRST`]. The rule text names how the answer came.
+fn asked(
+    sup: &crate::supervisor::Supervisor,
+    mut q: crate::supervisor::ask::Question,
+) -> Result<Option<String>, (i32, String)> {
+    use crate::supervisor::ask::{self, Answer};
+    let (answer, how) = match sup.asker.remembered(&q) {
+        Some(a) => (a, "remembered".to_string()),
+        None if ask::may_wait() => {
+            q.command = ask::command_of(q.pid);
+            sup.asker.ask(&q)
+        }
+        None => return Err((ASK_FIRST, q.rule)),
+    };
+    let by = format!("{} ({how})", q.rule);
+    match answer {
+        Answer::Allow => Ok(Some(by)),
+        Answer::Deny(e) => Err((e, by)),
+    }
+}
+
+/// When `verdict` waits for a question, the answer to give now: `handler`
+/// run again on a blocking handler's thread, where the question waits
+/// for its answer and the call is then decided and made.
+fn ask_first(
+    verdict: &Result<Option<String>, (i32, String)>,
+    detail: &str,
+    handler: fn(&dyn Task) -> Outcome,
+) -> Option<Outcome> {
+    if !matches!(verdict, Err((ASK_FIRST, _))) {
+        return None;
+    }
+    let job = Box::new(move |ctx: &Ctx<'_>| {
+        let out = crate::supervisor::ask::waiting(|| handler(ctx));
+        // Already on a thread of its own: a call that blocks is made here.
+        match out.reply {
+            Reply::Blocking(then) => then(ctx),
+            _ => out,
+        }
+    });
+    Some(Outcome::new(Reply::Blocking(job), "ask", detail.to_string()))
 }
 
 /// The verdict on an address that is no IP destination. unix addresses
@@ -227,7 +306,8 @@ fn family_verdict(t: &(impl Task + ?Sized), addr: &Addr) -> Result<Option<String
         ),
     };
     match action {
-        NetAction::Deny => Err((libc::EPERM, rule)),
+        // Family rules cannot ask (refused when the policy is compiled).
+        NetAction::Deny | NetAction::Ask => Err((libc::EPERM, rule)),
         NetAction::Allow => Ok(Some(rule)),
     }
 }
@@ -344,7 +424,8 @@ fn prepare(
     if !ctx.still_valid() {
         return Err(out(libc::EINTR, "emulate"));
     }
-    verdict.map_err(|(e, rule)| out(e, "deny").by(Some(rule)))?;
+    // A question not asked (a handler that missed `ask_first`) refuses.
+    verdict.map_err(|(e, rule)| out(if e == ASK_FIRST { libc::EPERM } else { e }, "deny").by(Some(rule)))?;
     let creds = ctx.creds().map_err(|_| out(libc::ESRCH, "allow"))?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, "allow"))?;
     let (addr, dir) = match unix_in_root(ctx, addr, &creds) {
@@ -363,6 +444,9 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
         Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "connect: bad address".into()),
     };
     let (detail, verdict) = check(ctx, &addr, false);
+    if let Some(out) = ask_first(&verdict, &detail, connect) {
+        return out;
+    }
     let by = verdict.clone().ok().flatten();
     let Prepared {
         sock,
@@ -554,6 +638,9 @@ pub fn sendto(ctx: &dyn Task) -> Outcome {
     let (shown, verdict) = check(ctx, &addr, true);
     let by = verdict.clone().ok().flatten();
     let detail = format!("{shown} {len} bytes");
+    if let Some(out) = ask_first(&verdict, &detail, sendto) {
+        return out;
+    }
     let Prepared {
         sock,
         addr: abytes,
@@ -898,6 +985,9 @@ fn make_ready(ctx: &dyn Task, msg: Copied, sock: &OwnedFd, creds: &Creds, detail
 fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     let msg = copy_message(ctx, ctx.arg(1))?;
     let (detail, verdict) = decide_message(ctx, &msg);
+    if let Some(out) = ask_first(&verdict, &detail, sendmsg) {
+        return Ok(out);
+    }
     let by = verdict.clone().ok().flatten();
     if !ctx.still_valid() {
         return Ok(Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail));
@@ -970,6 +1060,9 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
             }
         };
         let (detail, verdict) = decide_message(ctx, &msg);
+        if let Some(out) = ask_first(&verdict, &detail, sendmmsg) {
+            return out;
+        }
         match verdict {
             Err((e, rule)) => {
                 stop = Some(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));

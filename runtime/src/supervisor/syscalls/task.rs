@@ -194,6 +194,8 @@ pub(crate) mod fake {
         pub fn new(toml: &str, mem: usize) -> Self {
             let policy = crate::policy::Policy::from_toml(toml, "test").expect("policy");
             let sup = Supervisor {
+                id: "test".into(),
+                asker: crate::supervisor::ask::Asker::default(),
                 policy: std::sync::RwLock::new(std::sync::Arc::new(policy)),
                 audit: crate::supervisor::audit::AuditLog::open(None).expect("audit"),
                 hostname: "box".into(),

@@ -1,0 +1,83 @@
+//! `cordon ask SOCKET`: the reference decision program of `ask` rules
+//! (docs/POLICY.md, "Ask"). It listens on SOCKET (the runtime config's
+//! `[ask] socket`), prints each question on stdout and reads the answer
+//! from stdin, one line per question: `y` (allow once), `a` (allow, and
+//! remember for the container), `n` (deny once), `N` (deny and
+//! remember). End of input stops it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+/// `ask` arguments.
+#[derive(clap::Args, Debug)]
+pub struct AskArgs {
+    /// The socket to listen on (created; a stale one is replaced)
+    pub socket: PathBuf,
+}
+
+/// The answer line for what the user typed, or `None` to ask again.
+fn answer_for(typed: &str) -> Option<&'static str> {
+    Some(match typed.trim() {
+        "y" | "Y" | "yes" => r#"{"answer":"allow"}"#,
+        "a" | "always" => r#"{"answer":"allow","remember":true}"#,
+        "n" | "no" => r#"{"answer":"deny"}"#,
+        "N" | "never" => r#"{"answer":"deny","remember":true}"#,
+        _ => return None,
+    })
+}
+
+/// One line describing a question (its JSON, as the supervisor sent it).
+fn describe(question: &str) -> String {
+    let Ok(q) = serde_json::from_str::<serde_json::Value>(question) else {
+        return question.trim().to_string();
+    };
+    let s = |k: &str| q[k].as_str().unwrap_or("").to_string();
+    let dest = match q["host"].as_str() {
+        Some(h) => format!("{h} ({}):{}", s("address"), q["port"]),
+        None => format!("{}:{}", s("address"), q["port"]),
+    };
+    format!(
+        "container {} pid {} ({}): {} {dest} by {}",
+        s("container"),
+        q["pid"],
+        s("command"),
+        s("syscall"),
+        s("rule")
+    )
+}
+
+/// Serves questions until stdin ends.
+pub fn ask(args: AskArgs) -> anyhow::Result<i32> {
+    let _ = std::fs::remove_file(&args.socket);
+    let listener = UnixListener::bind(&args.socket).with_context(|| format!("bind {}", args.socket.display()))?;
+    std::fs::set_permissions(&args.socket, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("chmod {}", args.socket.display()))?;
+    let mut stdin = std::io::stdin().lock();
+    let mut out = std::io::stdout();
+    for conn in listener.incoming() {
+        let Ok(mut conn) = conn else { continue };
+        let mut question = String::new();
+        if BufReader::new(&conn).read_line(&mut question).is_err() || question.trim().is_empty() {
+            continue;
+        }
+        let answer = loop {
+            write!(out, "{}\nallow? [y]es, [a]lways, [n]o, [N]ever: ", describe(&question))?;
+            out.flush()?;
+            let mut typed = String::new();
+            if stdin.read_line(&mut typed)? == 0 {
+                let _ = std::fs::remove_file(&args.socket);
+                return Ok(0);
+            }
+            if let Some(a) = answer_for(&typed) {
+                break a;
+            }
+        };
+        writeln!(out)?;
+        let _ = conn.write_all(format!("{answer}\n").as_bytes());
+    }
+    Ok(0)
+}

@@ -1,0 +1,200 @@
+//! `action = "ask"`: the supervisor holds a connect and asks the
+//! runtime config's decision program (`[ask] socket`).
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+use std::os::unix::net::UnixListener;
+
+use super::live::{round, LOOP};
+use super::*;
+
+/// A decision program: answers each question with the next line of
+/// `answers` (the last one again once they run out) and keeps the
+/// questions. Stops with the test.
+struct Program {
+    socket: std::path::PathBuf,
+    questions: Arc<Mutex<Vec<serde_json::Value>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Program {
+    fn new(dir: &std::path::Path, answers: &[&'static str]) -> Self {
+        let socket = dir.join("ask.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let questions = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut answers: VecDeque<&'static str> = answers.iter().copied().collect();
+        let (q, st) = (Arc::clone(&questions), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !st.load(Ordering::SeqCst) {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                };
+                conn.set_nonblocking(false).unwrap();
+                let mut line = String::new();
+                std::io::BufReader::new(&conn).read_line(&mut line).unwrap();
+                q.lock().unwrap().push(serde_json::from_str(&line).unwrap());
+                let answer = if answers.len() > 1 {
+                    answers.pop_front().unwrap()
+                } else {
+                    answers[0]
+                };
+                let _ = writeln!(conn, "{answer}");
+            }
+        });
+        Program {
+            socket,
+            questions,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn asked(&self) -> Vec<serde_json::Value> {
+        self.questions.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A container under a deny-by-default policy asks for allowed.test: a
+/// deny answer refuses once, an allow-and-remember answer lets the
+/// connection through and the next one is not asked again; a policy
+/// update without the rule refuses it; without an answer in time the
+/// call is denied.
+#[test]
+fn ask_rules_hold_the_connect_until_the_program_answers() {
+    let net = TestNet::new();
+    let dir = TempDir::new("ask");
+    let program = Program::new(
+        dir.path(),
+        &[r#"{"answer":"deny"}"#, r#"{"answer":"allow","remember":true}"#],
+    );
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[ask]\nsocket = {:?}\ntimeout_ms = 20000\n", program.socket),
+    )
+    .unwrap();
+    let mut env = Env::python(&["python3", "-c", LOOP]);
+    env.config_file = Some(config);
+    net.configure(
+        &mut env,
+        "[[net]]\nhost = \"allowed.test\"\nports = [8080]\naction = \"ask\"\n\n[[net]]\nhost = \"alias.test\"\naction = \"allow\"\n",
+    );
+    let shared = TempDir::new("ask-shared");
+    env.config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/shared", "type": "bind", "source": shared.path(), "options": ["rbind", "rw"]
+    }));
+    let id = unique("ask");
+    ok(&env.create(&id));
+    ok(&env.cordon(&["start", &id]));
+
+    assert_eq!(round(shared.path(), 1, "allowed.test"), "err EPERM", "answered deny");
+    assert_eq!(program.asked().len(), 1);
+    assert_eq!(
+        round(shared.path(), 2, "allowed.test"),
+        "ok",
+        "answered allow and remember"
+    );
+    assert_eq!(program.asked().len(), 2, "a deny answered once is asked again");
+    assert_eq!(round(shared.path(), 3, "allowed.test"), "ok", "remembered");
+    assert_eq!(program.asked().len(), 2, "a remembered answer is not asked again");
+    let q = &program.asked()[1];
+    assert_eq!(q["container"], id.as_str());
+    assert_eq!(q["syscall"], "connect");
+    assert_eq!(q["host"], "allowed.test");
+    assert_eq!(q["address"], "10.77.0.1");
+    assert_eq!(q["port"], 8080);
+    assert_eq!(q["rule"], "net[0] allowed.test");
+    assert!(q["command"].as_str().unwrap().starts_with("python3 -c"), "{q}");
+    let trail = env.audit(&id);
+    let rules: Vec<&str> = trail
+        .iter()
+        .filter(|r| r["syscall"] == "connect")
+        .filter_map(|r| r["rule"].as_str())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "net[0] allowed.test (asked: deny)",
+            "net[0] allowed.test (asked: allow, remembered)",
+            "net[0] allowed.test (remembered)"
+        ],
+        "{trail:?}"
+    );
+
+    let without = dir.path().join("without.toml");
+    std::fs::write(
+        &without,
+        "name = \"without\"\nextends = \"default\"\nnet_default = \"deny\"\n[[net]]\nhost = \"alias.test\"\naction = \"allow\"\n",
+    )
+    .unwrap();
+    ok(&env.cordon(&["policy", "update", &id, &without.to_string_lossy()]));
+    assert_eq!(
+        round(shared.path(), 4, "10.77.0.1"),
+        "err EPERM",
+        "the update took the rule away: the remembered answer no longer applies"
+    );
+    assert_eq!(program.asked().len(), 2);
+    let trail = env.audit(&id);
+    let last = trail.iter().rev().find(|r| r["syscall"] == "connect").unwrap();
+    assert_eq!(
+        last["rule"], "net_default (no rule allows the name allowed.test)",
+        "{last}"
+    );
+}
+
+/// With no program listening, and with one that never answers, the call
+/// is denied, and the trail says why.
+#[test]
+fn ask_without_an_answer_denies() {
+    let net = TestNet::new();
+    let dir = TempDir::new("ask-none");
+    let socket = dir.path().join("silent.sock");
+    // Accepts (in its backlog) and never answers.
+    let _silent = UnixListener::bind(&socket).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, format!("[ask]\nsocket = {socket:?}\ntimeout_ms = 300\n")).unwrap();
+    let script = r#"
+import errno, socket
+for target in ["10.77.0.1", "10.77.0.3"]:
+    try:
+        socket.create_connection((target, 8080), timeout=5).close()
+        print(target, "ok")
+    except OSError as e:
+        print(target, "err", errno.errorcode.get(e.errno, str(e.errno)))
+"#;
+    let mut env = Env::python(&["python3", "-c", script]);
+    env.config_file = Some(config);
+    net.configure(
+        &mut env,
+        "[[net]]\ncidr = \"10.77.0.1/32\"\naction = \"ask\"\n\n[[net]]\nhost = \"alias.test\"\naction = \"allow\"\n",
+    );
+    let id = unique("ask-none");
+    let out = env.run_keep(&id);
+    assert_eq!(ok(&out), "10.77.0.1 err EPERM\n10.77.0.3 err EPERM\n");
+    let trail = env.audit(&id);
+    let rules: Vec<&str> = trail
+        .iter()
+        .filter(|r| r["syscall"] == "connect")
+        .filter_map(|r| r["rule"].as_str())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "net[0] 10.77.0.1/32 (no answer (timeout 300 ms): deny)",
+            "net_default (no rule allows the address 10.77.0.3)"
+        ]
+    );
+}
