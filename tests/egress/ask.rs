@@ -114,7 +114,7 @@ fn ask_rules_hold_the_connect_until_the_program_answers() {
     assert_eq!(q["container"], id.as_str());
     assert_eq!(q["syscall"], "connect");
     assert_eq!(q["host"], "allowed.test");
-    assert_eq!(q["address"], "10.77.0.1");
+    assert_eq!(q["address"], "192.0.2.1");
     assert_eq!(q["port"], 8080);
     assert_eq!(q["rule"], "net[0] allowed.test");
     assert!(q["command"].as_str().unwrap().starts_with("python3 -c"), "{q}");
@@ -142,7 +142,7 @@ fn ask_rules_hold_the_connect_until_the_program_answers() {
     .unwrap();
     ok(&env.cordon(&["policy", "update", &id, &without.to_string_lossy()]));
     assert_eq!(
-        round(shared.path(), 4, "10.77.0.1"),
+        round(shared.path(), 4, "192.0.2.1"),
         "err EPERM",
         "the update took the rule away: the remembered answer no longer applies"
     );
@@ -168,7 +168,7 @@ fn ask_without_an_answer_denies() {
     std::fs::write(&config, format!("[ask]\nsocket = {socket:?}\ntimeout_ms = 300\n")).unwrap();
     let script = r#"
 import errno, socket
-for target in ["10.77.0.1", "10.77.0.3"]:
+for target in ["192.0.2.1", "192.0.2.3"]:
     try:
         socket.create_connection((target, 8080), timeout=5).close()
         print(target, "ok")
@@ -179,11 +179,11 @@ for target in ["10.77.0.1", "10.77.0.3"]:
     env.config_file = Some(config);
     net.configure(
         &mut env,
-        "[[net]]\ncidr = \"10.77.0.1/32\"\naction = \"ask\"\n\n[[net]]\nhost = \"alias.test\"\naction = \"allow\"\n",
+        "[[net]]\ncidr = \"192.0.2.1/32\"\naction = \"ask\"\n\n[[net]]\nhost = \"alias.test\"\naction = \"allow\"\n",
     );
     let id = unique("ask-none");
     let out = env.run_keep(&id);
-    assert_eq!(ok(&out), "10.77.0.1 err EPERM\n10.77.0.3 err EPERM\n");
+    assert_eq!(ok(&out), "192.0.2.1 err EPERM\n192.0.2.3 err EPERM\n");
     let trail = env.audit(&id);
     let rules: Vec<&str> = trail
         .iter()
@@ -193,8 +193,8 @@ for target in ["10.77.0.1", "10.77.0.3"]:
     assert_eq!(
         rules,
         [
-            "net[0] 10.77.0.1/32 (no answer (timeout 300 ms): deny)",
-            "net_default (no rule allows the address 10.77.0.3)"
+            "net[0] 192.0.2.1/32 (no answer (timeout 300 ms): deny)",
+            "net_default (no rule allows the address 192.0.2.3)"
         ]
     );
 }

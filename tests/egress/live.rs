@@ -67,17 +67,17 @@ fn policy_update_changes_network_rules_of_a_running_container() {
     let opened = policy_file(
         dir.path(),
         "opened.toml",
-        "[[net]]\ncidr = \"10.77.0.3/32\"\naction = \"allow\"\n",
+        "[[net]]\ncidr = \"192.0.2.3/32\"\naction = \"allow\"\n",
     );
     let closed = policy_file(dir.path(), "closed.toml", "");
     let id = unique("live");
     ok(&env.create(&id));
     ok(&env.cordon(&["start", &id]));
 
-    assert_eq!(round(shared.path(), 1, "10.77.0.3"), "err EPERM");
+    assert_eq!(round(shared.path(), 1, "192.0.2.3"), "err EPERM");
     ok(&env.cordon(&["policy", "update", &id, &opened]));
     assert_eq!(
-        round(shared.path(), 2, "10.77.0.3"),
+        round(shared.path(), 2, "192.0.2.3"),
         "ok",
         "the same process, after the update"
     );
@@ -87,12 +87,12 @@ fn policy_update_changes_network_rules_of_a_running_container() {
         &id,
         "python3",
         "-c",
-        "import socket; s = socket.create_connection(('10.77.0.3', 8080), timeout=5); print('exec ok')",
+        "import socket; s = socket.create_connection(('192.0.2.3', 8080), timeout=5); print('exec ok')",
     ]);
     assert_eq!(ok(&exec).trim(), "exec ok", "exec after the update runs under it");
 
     ok(&env.cordon(&["policy", "update", &id, &closed]));
-    assert_eq!(round(shared.path(), 3, "10.77.0.3"), "err EPERM", "the update undone");
+    assert_eq!(round(shared.path(), 3, "192.0.2.3"), "err EPERM", "the update undone");
 
     let syscall = policy_file(
         dir.path(),
@@ -119,7 +119,7 @@ fn policy_update_changes_network_rules_of_a_running_container() {
         let why = stderr(&out);
         assert!(!out.status.success() && why.contains("path[0] (/shared/**"), "{why}");
         assert_eq!(
-            round(shared.path(), 4, "10.77.0.3"),
+            round(shared.path(), 4, "192.0.2.3"),
             "err EPERM",
             "a refused update changes nothing"
         );
@@ -127,7 +127,7 @@ fn policy_update_changes_network_rules_of_a_running_container() {
         ok(&out);
         // The path rule is the supervisor's: the loop's next result file
         // cannot be written.
-        std::fs::write(shared.path().join("go-4"), "10.77.0.3").unwrap();
+        std::fs::write(shared.path().join("go-4"), "192.0.2.3").unwrap();
         wait_until(
             "the trail records the refused write",
             std::time::Duration::from_secs(60),

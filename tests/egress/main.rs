@@ -3,8 +3,8 @@
 //!
 //! Each test builds its own network, and nothing leaves the machine: a
 //! network namespace for the container and one for the servers, joined by
-//! a veth pair; in the servers' namespace a small DNS server (10.77.0.1:53)
-//! and two HTTP servers (10.77.0.1:8080 "server-a", 10.77.0.3:8080
+//! a veth pair; in the servers' namespace a small DNS server (192.0.2.1:53)
+//! and two HTTP servers (192.0.2.1:8080 "server-a", 192.0.2.3:8080
 //! "server-b"), all written here, started by the test and stopped with it.
 //! The container's own resolv.conf (a bind mount, as engines give one)
 //! names the test's DNS server; cordon must forward to it.
@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 use cordon_tests::*;
 
 mod ask;
+mod guards;
 mod live;
 
 /// The two network namespaces, the servers, and what the DNS server was
@@ -37,13 +38,19 @@ struct TestNet {
 }
 
 /// The DNS server's zone: A records (with an optional CNAME first), by
-/// name; `slow.test` is never answered.
+/// name; `slow.test` is never answered. Every name under `wild.test`
+/// answers 192.0.2.1, but `hop.wild.test`, a CNAME to `other.test`.
 fn zone(name: &str) -> Option<(Option<&'static str>, [u8; 4])> {
     match name {
-        "allowed.test" => Some((None, [10, 77, 0, 1])),
-        "denied.test" => Some((None, [10, 77, 0, 3])),
-        "cname.test" => Some((Some("denied.test"), [10, 77, 0, 3])),
-        "alias.test" => Some((Some("edge.cdn.test"), [10, 77, 0, 1])),
+        "allowed.test" => Some((None, [192, 0, 2, 1])),
+        "denied.test" => Some((None, [192, 0, 2, 3])),
+        "cname.test" => Some((Some("denied.test"), [192, 0, 2, 3])),
+        "alias.test" => Some((Some("edge.cdn.test"), [192, 0, 2, 1])),
+        "meta.test" => Some((None, [169, 254, 169, 254])),
+        "private.test" => Some((None, [10, 1, 2, 3])),
+        "loop.test" => Some((None, [127, 0, 0, 1])),
+        "hop.wild.test" => Some((Some("other.test"), [192, 0, 2, 3])),
+        n if n.ends_with(".wild.test") => Some((None, [192, 0, 2, 1])),
         _ => None,
     }
 }
@@ -116,18 +123,18 @@ impl TestNet {
         ip(&[
             "link", "add", "eth0", "netns", &c, "type", "veth", "peer", "name", "veth0", "netns", &s,
         ]);
-        ip(&["-n", &c, "addr", "add", "10.77.0.2/24", "dev", "eth0"]);
+        ip(&["-n", &c, "addr", "add", "192.0.2.2/24", "dev", "eth0"]);
         ip(&["-n", &c, "link", "set", "eth0", "up"]);
         ip(&["-n", &c, "link", "set", "lo", "up"]);
-        ip(&["-n", &s, "addr", "add", "10.77.0.1/24", "dev", "veth0"]);
-        ip(&["-n", &s, "addr", "add", "10.77.0.3/24", "dev", "veth0"]);
+        ip(&["-n", &s, "addr", "add", "192.0.2.1/24", "dev", "veth0"]);
+        ip(&["-n", &s, "addr", "add", "192.0.2.3/24", "dev", "veth0"]);
         ip(&["-n", &s, "link", "set", "veth0", "up"]);
         ip(&["-n", &s, "link", "set", "lo", "up"]);
         let (dns, a, b) = in_netns(&s, || {
             (
-                UdpSocket::bind("10.77.0.1:53").unwrap(),
-                TcpListener::bind("10.77.0.1:8080").unwrap(),
-                TcpListener::bind("10.77.0.3:8080").unwrap(),
+                UdpSocket::bind("192.0.2.1:53").unwrap(),
+                TcpListener::bind("192.0.2.1:8080").unwrap(),
+                TcpListener::bind("192.0.2.3:8080").unwrap(),
             )
         });
         let stop = Arc::new(AtomicBool::new(false));
@@ -173,7 +180,7 @@ impl TestNet {
         let dir = TempDir::new("egress");
         std::fs::write(
             dir.path().join("resolv.conf"),
-            "nameserver 10.77.0.1\noptions timeout:5 attempts:1\n",
+            "nameserver 192.0.2.1\noptions timeout:5 attempts:1\n",
         )
         .unwrap();
         TestNet {
@@ -310,17 +317,17 @@ def tcp_query(name):
     finally:
         s.close()
 
-print("literal-before", connect("10.77.0.1"))
+print("literal-before", connect("192.0.2.1"))
 print("lookup-allowed", lookup("allowed.test"))
-print("literal-after", connect("10.77.0.1"))
+print("literal-after", connect("192.0.2.1"))
 print("get-allowed", get("http://allowed.test:8080/"))
 print("lookup-denied", lookup("denied.test"))
-print("literal-denied", connect("10.77.0.3"))
+print("literal-denied", connect("192.0.2.3"))
 print("lookup-unlisted", lookup("other.test"))
 print("lookup-cname-denied", lookup("cname.test"))
 print("get-alias", get("http://alias.test:8080/"))
-print("dns-elsewhere", rcode("10.77.0.1", "allowed.test"))
-print("dot-elsewhere", connect("10.77.0.1", 853))
+print("dns-elsewhere", rcode("192.0.2.1", "allowed.test"))
+print("dot-elsewhere", connect("192.0.2.1", 853))
 print("servfail", rcode("127.0.0.53", "slow.test"))
 print("tcp-allowed", tcp_query("allowed.test"))
 print("tcp-denied", tcp_query("denied.test"))
@@ -337,7 +344,7 @@ fn names_allow_deny_cname_and_literals() {
     let got: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once(' ')).collect();
     let want = [
         ("literal-before", "err EPERM"),
-        ("lookup-allowed", "10.77.0.1"),
+        ("lookup-allowed", "192.0.2.1"),
         ("literal-after", "ok"),
         ("get-allowed", "server-a"),
         // EAI_NONAME: NXDOMAIN.
@@ -365,7 +372,7 @@ fn names_allow_deny_cname_and_literals() {
     let audit = env.audit(&id);
     let connect = audit
         .iter()
-        .find(|r| r["syscall"] == "connect" && r["detail"] == "allowed.test (10.77.0.1):8080")
+        .find(|r| r["syscall"] == "connect" && r["detail"] == "allowed.test (192.0.2.1):8080")
         .unwrap_or_else(|| panic!("the connect by name is recorded with its name: {audit:#?}"));
     assert_eq!(connect["action"], "allow");
     assert_eq!(connect["rule"], "net[0] allowed.test");
@@ -407,7 +414,7 @@ def connect(ip):
         return "err " + errno.errorcode.get(e.errno, str(e.errno))
 print("unlisted", lookup("allowed.test"))
 print("denied", lookup("denied.test"))
-print("literal", connect("10.77.0.3"))
+print("literal", connect("192.0.2.3"))
 "#;
     let mut env = Env::python(&["python3", "-c", script]);
     net.configure_with(
@@ -419,7 +426,7 @@ print("literal", connect("10.77.0.3"))
     let text = ok(&out);
     assert_eq!(
         text.lines().collect::<Vec<_>>(),
-        ["unlisted 10.77.0.1", "denied gaierror -2", "literal ok"],
+        ["unlisted 192.0.2.1", "denied gaierror -2", "literal ok"],
         "{text}"
     );
     assert_eq!(net.asked("denied.test"), 0);
@@ -481,7 +488,7 @@ const get = (host) => new Promise((ok) => {
     let text = ok(&out);
     let got: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once(' ')).collect();
     let want = [
-        ("node-lookup-allowed", "10.77.0.1"),
+        ("node-lookup-allowed", "192.0.2.1"),
         ("node-lookup-denied", "error ENOTFOUND"),
         ("node-get-allowed", "server-a"),
         ("node-get-denied", "error ENOTFOUND"),
@@ -520,7 +527,7 @@ fn a_pod_sandbox_leaves_the_resolver_to_its_container() {
     ]);
     net.configure(&mut app, RULES);
     let out = app.run(&unique("egress-app"));
-    assert_eq!(ok(&out).trim(), "10.77.0.1", "{}", stderr(&out));
+    assert_eq!(ok(&out).trim(), "192.0.2.1", "{}", stderr(&out));
     ok(&pause.cordon(&["delete", "--force", &sandbox]));
 }
 

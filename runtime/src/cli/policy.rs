@@ -48,7 +48,7 @@ pub fn policy(
         }
         PolicyCmd::Check { file } => {
             let p = cordon::filter::load_policy(&file)?;
-            for w in p.shadowed_paths() {
+            for w in p.shadowed_paths().into_iter().chain(p.net_order_warnings()) {
                 eprintln!("cordon: warning: policy {file}: {w}");
             }
             let intercepted = p

@@ -21,7 +21,7 @@ use std::path::Path;
 
 pub use levels::Enforcement;
 pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
-pub use net::{family_name, NetPolicy};
+pub use net::{family_name, is_internal, NetPolicy};
 pub use path::{is_write_open, PathPolicy};
 
 use crate::abi::table;
@@ -383,6 +383,41 @@ impl Policy {
             Some((i, r)) => with_note(format!("net[{i}] {}", r.target()), &r.note),
             None => "net_default".into(),
         }
+    }
+
+    /// Host rules that allow (or ask) before a `cidr` rule denying an
+    /// internal range: one warning line each, naming both. The resolver
+    /// refuses internal answers on names whatever the order (docs/POLICY.md,
+    /// "Egress by name"), but a reader of the policy would think the host
+    /// rule wins.
+    pub fn net_order_warnings(&self) -> Vec<String> {
+        let rules = &self.source.net;
+        let internal_deny = |r: &model::NetRule| {
+            r.action == model::NetAction::Deny
+                && r.cidr
+                    .as_deref()
+                    .and_then(|c| {
+                        c.parse::<ipnet::IpNet>()
+                            .ok()
+                            .map(|n| n.addr())
+                            .or_else(|| c.parse().ok())
+                    })
+                    .is_some_and(is_internal)
+        };
+        let mut out = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            let Some(host) = r.host.as_deref().filter(|_| r.action != model::NetAction::Deny) else {
+                continue;
+            };
+            if let Some((j, d)) = rules.iter().enumerate().skip(i + 1).find(|(_, d)| internal_deny(d)) {
+                out.push(format!(
+                    "net[{i}] {host} comes before net[{j}] {} deny: a name is never bound to an address in that range \
+                     anyway (internal addresses never ride on names), but put deny rules first so the file reads as it acts",
+                    d.target()
+                ));
+            }
+        }
+        out
     }
 
     /// [`Self::explain_net`] for the net rule of index `i` (`None`:

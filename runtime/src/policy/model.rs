@@ -164,10 +164,20 @@ pub struct NetRule {
     pub ports: Vec<u16>,
     /// Verdict.
     pub action: NetAction,
+    /// For a wildcard `host` rule (`*.example.com`): how many distinct
+    /// names under it the resolver forwards per minute; a new name past
+    /// it gets NXDOMAIN without reaching the nameservers (a DNS
+    /// exfiltration channel stays slow and visible). Default 16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_names: Option<u32>,
     /// Why the rule exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
+
+/// Distinct names a wildcard host rule forwards per minute by default
+/// ([`NetRule::max_names`]).
+pub const DEFAULT_MAX_NAMES: u32 = 16;
 
 impl NetRule {
     /// What the rule matches, as written: its `cidr`, `host` or

@@ -42,6 +42,11 @@ impl HostPattern {
         Ok(Self { name, wildcard })
     }
 
+    /// Whether the pattern is `*.name`.
+    pub fn is_wildcard(&self) -> bool {
+        self.wildcard
+    }
+
     /// Whether `name` (normalized, see [`normalize`]) matches.
     pub fn matches(&self, name: &str) -> bool {
         if self.wildcard {

@@ -18,6 +18,41 @@ enum Target {
     Family(i32),
 }
 
+/// Whether `addr` is internal, which a name's answer may not bind unless
+/// a `cidr` rule allows it ([`NetPolicy::cidr_allows`]): unspecified,
+/// loopback, link-local (the cloud metadata service among them), private
+/// (RFC 1918, IPv6 ULA fc00::/7), shared (CGNAT 100.64.0.0/10) or
+/// benchmarking/this-network ranges, in IPv4 or IPv4-mapped/compatible
+/// or NAT64 form.
+pub fn is_internal(addr: IpAddr) -> bool {
+    let v4 = |a: std::net::Ipv4Addr| {
+        let o = a.octets();
+        a.is_unspecified()
+            || a.is_loopback()
+            || a.is_link_local()
+            || a.is_private()
+            || o[0] == 0
+            || (o[0] == 100 && (64..128).contains(&o[1]))
+            || a.is_broadcast()
+    };
+    match addr {
+        IpAddr::V4(a) => v4(a),
+        IpAddr::V6(a) => {
+            let o = a.octets();
+            let embedded = a.to_ipv4_mapped().or_else(|| {
+                let compatible = o[..12] == [0; 12];
+                let nat64 = o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0];
+                (compatible || nat64).then(|| std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]))
+            });
+            a.is_unspecified()
+                || a.is_loopback()
+                || (o[0] & 0xfe) == 0xfc
+                || (o[0] == 0xfe && (o[1] & 0xc0) == 0x80)
+                || embedded.is_some_and(v4)
+        }
+    }
+}
+
 /// Address families by name (linux/socket.h), for `family` rules and the
 /// audit trail.
 const FAMILIES: &[(&str, i32)] = &[
@@ -91,6 +126,8 @@ fn parse_family(text: &str) -> Result<i32, String> {
 pub struct NetPolicy {
     rules: Vec<(Target, Vec<u16>, NetAction)>,
     default: NetAction,
+    /// Per rule: the names a wildcard host rule forwards per minute.
+    caps: Vec<Option<u32>>,
 }
 
 impl Default for NetPolicy {
@@ -98,6 +135,7 @@ impl Default for NetPolicy {
         Self {
             rules: Vec::new(),
             default: NetAction::Allow,
+            caps: Vec::new(),
         }
     }
 }
@@ -111,6 +149,7 @@ impl NetPolicy {
     /// Compiles rules; an error gives (rule index, field, message).
     pub fn compile(rules: &[NetRule], default: NetAction) -> Result<Self, (usize, &'static str, String)> {
         let mut out = Vec::with_capacity(rules.len());
+        let mut caps = Vec::with_capacity(rules.len());
         for (i, r) in rules.iter().enumerate() {
             let target = match (&r.cidr, &r.host) {
                 _ if r.family.is_some() && (r.cidr.is_some() || r.host.is_some()) => {
@@ -143,6 +182,22 @@ impl NetPolicy {
             if r.ports.contains(&0) {
                 return Err((i, "ports", "port 0 is no destination: list ports 1 to 65535".into()));
             }
+            if let Some(n) = r.max_names {
+                if !matches!(&target, Target::Host(h) if h.is_wildcard()) {
+                    return Err((
+                        i,
+                        "max_names",
+                        "only a wildcard host rule (*.name) has max_names".into(),
+                    ));
+                }
+                if n == 0 {
+                    return Err((
+                        i,
+                        "max_names",
+                        "0 would refuse every name: remove the rule instead".into(),
+                    ));
+                }
+            }
             if r.action == NetAction::Ask && matches!(target, Target::Family(_)) {
                 return Err((
                     i,
@@ -150,9 +205,18 @@ impl NetPolicy {
                     "ask applies to cidr and host rules, not to a family".into(),
                 ));
             }
+            let cap = match &target {
+                Target::Host(h) if h.is_wildcard() => Some(r.max_names.unwrap_or(super::model::DEFAULT_MAX_NAMES)),
+                _ => None,
+            };
             out.push((target, r.ports.clone(), r.action));
+            caps.push(cap);
         }
-        Ok(Self { rules: out, default })
+        Ok(Self {
+            rules: out,
+            default,
+            caps,
+        })
     }
 
     /// Whether any rule names hosts: the container's lookups then go
@@ -242,6 +306,25 @@ impl NetPolicy {
         })
     }
 
+    /// How many distinct names rule `i` forwards per minute, when it is
+    /// a wildcard host rule ([`super::model::NetRule::max_names`]).
+    pub fn name_cap(&self, i: usize) -> Option<u32> {
+        self.caps.get(i).copied().flatten()
+    }
+
+    /// The first `cidr` rule that allows (or asks about) `addr`
+    /// explicitly, wherever it stands: an internal address a name was
+    /// answered with is bound only then ([`is_internal`]).
+    pub fn cidr_allows(&self, addr: IpAddr) -> Option<usize> {
+        let addr = match addr {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(addr),
+            v4 => v4,
+        };
+        self.rules.iter().position(|(t, _, action)| {
+            matches!(t, Target::Net(net) if net.contains(&addr)) && *action != NetAction::Deny
+        })
+    }
+
     /// The verdict for an address of `family` (not inet, inet6 or unix):
     /// the first `family` rule naming it, else `None` (the caller applies
     /// [`Self::default_action`] or its own rule for the family).
@@ -303,6 +386,7 @@ mod tests {
                 family: None,
                 ports: vec![443],
                 action: NetAction::Allow,
+                max_names: None,
                 note: None,
             },
             NetRule {
@@ -311,6 +395,7 @@ mod tests {
                 family: None,
                 ports: vec![],
                 action: NetAction::Deny,
+                max_names: None,
                 note: None,
             },
         ];
@@ -338,6 +423,7 @@ mod tests {
             family: None,
             ports: vec![],
             action: NetAction::Allow,
+            max_names: None,
             note: None,
         };
         let p = NetPolicy::compile(&[lo], NetAction::Deny).unwrap();
@@ -358,6 +444,7 @@ mod name_tests {
             family: Some(f.into()),
             ports: ports.to_vec(),
             action: NetAction::Allow,
+            max_names: None,
             note: None,
         };
         let p = NetPolicy::compile(&[fam("vsock", &[]), fam("31", &[])], NetAction::Deny).unwrap();
@@ -395,6 +482,7 @@ mod name_tests {
             family: None,
             ports: ports.to_vec(),
             action,
+            max_names: None,
             note: None,
         }
     }
@@ -470,5 +558,58 @@ mod name_tests {
         assert_eq!(e.unwrap_err().1, "cidr");
         let e = NetPolicy::compile(&[rule(None, Some("a..com"), &[], NetAction::Deny)], NetAction::Allow);
         assert!(e.unwrap_err().2.contains("empty label"));
+    }
+
+    #[test]
+    fn max_names_only_on_wildcards_and_ask_not_on_families() {
+        let mut r = rule(None, Some("a.test"), &[], NetAction::Allow);
+        r.max_names = Some(4);
+        let e = NetPolicy::compile(&[r], NetAction::Deny).unwrap_err();
+        assert_eq!((e.0, e.1), (0, "max_names"));
+        let mut r = rule(None, Some("*.a.test"), &[], NetAction::Allow);
+        r.max_names = Some(0);
+        assert_eq!(NetPolicy::compile(&[r], NetAction::Deny).unwrap_err().1, "max_names");
+        let mut fam = rule(None, None, &[], NetAction::Ask);
+        fam.family = Some("vsock".into());
+        assert_eq!(NetPolicy::compile(&[fam], NetAction::Deny).unwrap_err().1, "action");
+    }
+
+    #[test]
+    fn internal_addresses_and_explicit_cidr_rules() {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.53",
+            "169.254.169.254",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "100.100.0.1",
+            "::",
+            "::1",
+            "fe80::1",
+            "fc00::1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+        ] {
+            assert!(is_internal(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["192.0.2.1", "8.8.8.8", "2001:db8::1", "100.128.0.1", "172.32.0.1"] {
+            assert!(!is_internal(ip.parse().unwrap()), "{ip}");
+        }
+        let p = NetPolicy::compile(
+            &[
+                rule(Some("10.0.0.0/8"), None, &[], NetAction::Deny),
+                rule(Some("10.1.0.0/16"), None, &[443], NetAction::Allow),
+            ],
+            NetAction::Deny,
+        )
+        .unwrap();
+        assert_eq!(
+            p.cidr_allows("10.1.2.3".parse().unwrap()),
+            Some(1),
+            "wherever it stands"
+        );
+        assert_eq!(p.cidr_allows("::ffff:10.1.2.3".parse().unwrap()), Some(1));
+        assert_eq!(p.cidr_allows("10.2.0.1".parse().unwrap()), None);
     }
 }

@@ -134,6 +134,9 @@ pub struct Supervisor {
     answering: std::sync::atomic::AtomicUsize,
     /// Addresses the resolver answered, bound to their names ([`dns`]).
     pub names: dns::Names,
+    /// What the resolver refuses beyond the rules: internal and host
+    /// addresses on names, wildcard budgets ([`dns::Guards`]).
+    pub guards: dns::Guards,
     /// Whether file syscalls come here (the path rules are not all enforced
     /// by the container's mounts): the supervisor then creates files for
     /// the container and joins its memory cgroup too ([`join_cgroups`]).
@@ -254,6 +257,9 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
             let _ = watchdog::hold(wd, v.fanotify());
         }
     }
+    // getifaddrs binds a netlink socket, which the confined supervisor
+    // may not: read before.
+    let host_addresses = host_addresses();
     confine::confine(ptrace)?;
     timing.end();
     let timing = timings::step("supervisor: threads and audit trail");
@@ -275,6 +281,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         answering: std::sync::atomic::AtomicUsize::new(0),
         emulates_files: !opts.enforcement.starts_with("kernel"),
         names: dns::Names::default(),
+        guards: dns::Guards::new(host_addresses),
     });
     record_start(&sup, &opts);
     lifetime::exit_when_removed(dir_watch, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
@@ -303,6 +310,23 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     trim_heap();
 
     serve_attachments(&listener, &sup, watchdog, tracer)
+}
+
+/// The addresses of this (the host's) network namespace's interfaces:
+/// a name may not bind them (see [`dns::Guards`]). Empty if they cannot
+/// be read.
+fn host_addresses() -> Vec<std::net::IpAddr> {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    addrs
+        .filter_map(|a| {
+            let a = a.address?;
+            a.as_sockaddr_in()
+                .map(|v4| std::net::IpAddr::V4(v4.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip())))
+        })
+        .collect()
 }
 
 /// Sets up what every thread inherits, before the first one starts: no

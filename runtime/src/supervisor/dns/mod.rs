@@ -34,7 +34,10 @@
 //! The resolver acts with the supervisor's identity, the one exception to
 //! "acting as the caller": docs/SECURITY.md says why that is safe.
 
+mod guard;
 pub mod wire;
+
+pub use guard::Guards;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
@@ -334,6 +337,13 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         record("deny", "NXDOMAIN", rule);
         return Some(wire::reply(&q, wire::NXDOMAIN));
     }
+    let wildcard = rule.is_some_and(|i| net.name_cap(i).is_some());
+    if let Some(i) = rule.filter(|_| wildcard) {
+        if let Err(why) = sup.guards.take_name(net, i, &policy.explain_net_rule(Some(i)), &q.name) {
+            record("deny", &why, rule);
+            return Some(wire::reply(&q, wire::NXDOMAIN));
+        }
+    }
     let timeout = Duration::from_millis(u64::from(policy.source.dns.timeout_ms));
     let Some((bytes, resp)) = forward(&q, ups, timeout) else {
         let why = if nameservers.is_empty() {
@@ -345,20 +355,29 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         return Some(wire::reply(&q, wire::SERVFAIL));
     };
     let chain = wire::chain(&q.name, &resp.records);
-    if let Some((name, i)) = chain.iter().skip(1).find_map(|n| net.denies_name(n).map(|i| (n, i))) {
-        record("deny", &format!("NXDOMAIN (CNAME {name})"), Some(i));
+    if let Some((name, i)) = guard::refused_in_chain(net, &chain, wildcard) {
+        record("deny", &format!("NXDOMAIN (CNAME {name})"), i);
+        return Some(wire::reply(&q, wire::NXDOMAIN));
+    }
+    let answered: Vec<(IpAddr, u32)> = resp
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            wire::Record::Addr(owner, ip, ttl) if chain.contains(owner) => Some((*ip, *ttl)),
+            _ => None,
+        })
+        .collect();
+    let addrs: Vec<IpAddr> = answered.iter().map(|(ip, _)| *ip).collect();
+    if let Some(why) = sup.guards.internal(net, &addrs) {
+        record("deny", &why, rule);
         return Some(wire::reply(&q, wire::NXDOMAIN));
     }
     let dns = &policy.source.dns;
     let mut bound = Vec::new();
-    for r in &resp.records {
-        if let wire::Record::Addr(owner, ip, ttl) = r {
-            if chain.contains(owner) {
-                let secs = (*ttl).clamp(dns.ttl_min, dns.ttl_max);
-                sup.names.bind(*ip, &q.name, Duration::from_secs(u64::from(secs)));
-                bound.push(ip.to_string());
-            }
-        }
+    for (ip, ttl) in answered {
+        let secs = ttl.clamp(dns.ttl_min, dns.ttl_max);
+        sup.names.bind(ip, &q.name, Duration::from_secs(u64::from(secs)));
+        bound.push(ip.to_string());
     }
     let mut result = rcode_name(resp.rcode).to_string();
     if !bound.is_empty() {

@@ -208,6 +208,7 @@ pub(crate) mod fake {
                 answering: std::sync::atomic::AtomicUsize::new(0),
                 emulates_files: true,
                 names: dns::Names::default(),
+                guards: dns::Guards::default(),
             };
             Self {
                 sup,
