@@ -198,3 +198,54 @@ for target in ["192.0.2.1", "192.0.2.3"]:
         ]
     );
 }
+
+/// A denial says which part failed, the JSON trail carries the
+/// destination as fields, and `audit --last` gives the last denial with
+/// the message of the rule that refused it.
+#[test]
+fn denials_say_which_part_failed_and_carry_the_rules_message() {
+    let net = TestNet::new();
+    let script = r#"
+import errno, socket
+socket.getaddrinfo("allowed.test", 8080, socket.AF_INET)
+for target, port in [("192.0.2.1", 8080), ("192.0.2.1", 9090), ("192.0.2.3", 8080)]:
+    try:
+        socket.create_connection((target, port), timeout=5).close()
+        print(target, port, "ok")
+    except OSError as e:
+        print(target, port, "err", errno.errorcode.get(e.errno, str(e.errno)))
+"#;
+    let mut env = Env::python(&["python3", "-c", script]);
+    net.configure(
+        &mut env,
+        "[[net]]\nhost = \"allowed.test\"\nports = [8080]\naction = \"allow\"\n\n\
+         [[net]]\ncidr = \"192.0.2.3/32\"\naction = \"deny\"\nmessage = \"server-b is off limits: ask the operator\"\n",
+    );
+    let id = unique("why");
+    let out = env.run_keep(&id);
+    assert_eq!(
+        ok(&out),
+        "192.0.2.1 8080 ok\n192.0.2.1 9090 err EPERM\n192.0.2.3 8080 err EPERM\n"
+    );
+    let trail = env.audit(&id);
+    let port = trail
+        .iter()
+        .find(|r| r["syscall"] == "connect" && r["port"] == 9090)
+        .unwrap_or_else(|| panic!("the JSON record has the port as a field: {trail:?}"));
+    assert_eq!(port["container"], id.as_str());
+    assert_eq!(port["host"], "allowed.test");
+    assert_eq!(port["address"], "192.0.2.1");
+    assert_eq!(
+        port["rule"],
+        "net_default (port 9090 not allowed: net[0] allowed.test allows ports 8080)"
+    );
+    let last: serde_json::Value = serde_json::from_str(&ok(&env.cordon(&["audit", "--last", "--json", &id]))).unwrap();
+    assert_eq!(last["rule"], "net[1] 192.0.2.3/32");
+    assert_eq!(last["address"], "192.0.2.3");
+    assert_eq!(last["message"], "server-b is off limits: ask the operator");
+    let text = ok(&env.cordon(&["audit", "--last", &id]));
+    assert!(
+        text.ends_with("\nmessage: server-b is off limits: ask the operator\n"),
+        "{text}"
+    );
+}

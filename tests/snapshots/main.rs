@@ -259,6 +259,57 @@ fn restore_gives_back_each_checkpoints_tree_byte_for_byte() {
     w.delete_and_check(&id);
 }
 
+/// `cordon audit --follow` goes on across a restore (the trail is the
+/// same, the container's state is gone for a moment) and ends when the
+/// restored container's init exits; each JSON record names the container.
+#[test]
+fn audit_follow_goes_on_across_a_restore() {
+    let w = World::busybox();
+    let id = unique("follow");
+    w.run_detached(&id, &["--overlay"]);
+    assert_eq!(ok(&w.cordon(&["checkpoint", &id, "--name", "base"])).trim(), "base");
+    let out = TempDir::new("follow");
+    let file = out.path().join("trail");
+    let mut follower = Command::new(cordon_bin())
+        .env("CORDON_CONFIG", &w.config)
+        .arg("--root")
+        .arg(w.env.root.path())
+        .args(["audit", "--follow", "--json", &id])
+        .stdout(std::fs::File::create(&file).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    ok(&w.cordon(&["restore", &id, "base"]));
+    w.wait_running(&id);
+    assert!(
+        follower.try_wait().unwrap().is_none(),
+        "the follower is still there after the restore"
+    );
+    ok(&w.cordon(&["kill", &id, "KILL"]));
+    let status = wait_until("the follower to end with the restored init", TIMEOUT, || {
+        follower.try_wait().unwrap().ok_or_else(|| "running".to_string())
+    });
+    assert!(status.success());
+    let records: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(records.iter().all(|r| r["container"] == id.as_str()), "{records:?}");
+    let events: Vec<&str> = records
+        .iter()
+        .filter(|r| r["syscall"] == "supervisor")
+        .map(|r| r["result"].as_str().unwrap())
+        .collect();
+    let detail = |r: &Value| r["detail"].as_str().unwrap_or("").to_string();
+    assert_eq!(events.iter().filter(|e| **e == "started").count(), 2, "{events:?}");
+    assert_eq!(events.last(), Some(&"exit"), "{events:?}");
+    assert!(records
+        .iter()
+        .any(|r| detail(r) == "restore base: restarted with a fresh supervisor"));
+    w.delete_and_check(&id);
+}
+
 #[test]
 fn diff_lists_added_changed_and_deleted_paths() {
     let w = World::busybox();

@@ -241,6 +241,10 @@ pub struct AuditArgs {
     /// Print counts per syscall, action and host name instead of records
     #[arg(long)]
     pub stats: bool,
+    /// Print only the last denial, with the `message` of the rule that
+    /// refused it (what a platform feeds back to the agent)
+    #[arg(long, conflicts_with_all = ["follow", "stats"])]
+    pub last: bool,
 }
 
 /// `syscalls` arguments.

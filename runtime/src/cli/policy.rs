@@ -128,9 +128,12 @@ fn explain_text(p: &Policy, plan: &cordon::policy::levels::Plan) -> String {
     out
 }
 
-fn print_record(r: &Record, json: bool) {
+/// Prints one record of container `id`'s trail: as text, or as a JSON
+/// line with the container's id and, for a network decision, its `host`,
+/// `address` and `port` as fields of their own.
+fn print_record(id: &str, r: &Record, json: bool) {
     if json {
-        let json = serde_json::to_string(r).unwrap_or_default();
+        let json = serde_json::to_string(&record_json(id, r)).unwrap_or_default();
         println!("{}", cordon::supervisor::audit::escape_c1(&json));
     } else {
         let by = r
@@ -147,6 +150,40 @@ fn print_record(r: &Record, json: bool) {
             escaped(&r.result),
             escaped(&r.action)
         );
+    }
+}
+
+/// Record `r` of container `id`'s trail as JSON, with the container's id
+/// and, for a network decision, `host`, `address` and `port`.
+fn record_json(id: &str, r: &Record) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    v["container"] = id.into();
+    if let Some((host, address, port)) = r.destination() {
+        if let Some(h) = host {
+            v["host"] = h.into();
+        }
+        v["address"] = address.to_string().into();
+        v["port"] = port.into();
+    }
+    v
+}
+
+/// The `message` of the rule a record names (`net[3] ...`, `path[0]
+/// ...`, `syscall[2]...`), from container `id`'s policy as it is now
+/// (its kept `policy.toml`); `None` without one.
+fn rule_message(root: &Path, id: &str, rule: Option<&str>) -> Option<String> {
+    let rule = rule?;
+    let (kind, rest) = rule.split_once('[')?;
+    let index: usize = rest.split_once(']')?.0.parse().ok()?;
+    let text =
+        std::fs::read_to_string(cordon::container::cordon_dir(root, id).join(cordon::container::POLICY_FILE)).ok()?;
+    let policy = Policy::from_toml(&text, "policy.toml").ok()?;
+    let src = &policy.source;
+    match kind {
+        "net" => src.net.get(index)?.message.clone(),
+        "path" => src.paths.get(index)?.message.clone(),
+        "syscall" => src.syscalls.get(index)?.message.clone(),
+        _ => None,
     }
 }
 
@@ -187,6 +224,25 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
             a.container_id
         )
     })?;
+    if a.last {
+        let records = cordon::supervisor::audit::read_all(&path)?;
+        if let Some(r) = records.iter().rev().find(|r| r.action == "deny") {
+            let message = rule_message(root, &a.container_id, r.rule.as_deref());
+            if a.json {
+                let mut v = record_json(&a.container_id, r);
+                if let Some(m) = &message {
+                    v["message"] = m.as_str().into();
+                }
+                println!("{}", cordon::supervisor::audit::escape_c1(&v.to_string()));
+            } else {
+                print_record(&a.container_id, r, false);
+                if let Some(m) = message {
+                    println!("message: {}", escaped(&m));
+                }
+            }
+        }
+        return Ok(0);
+    }
     if a.stats {
         let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
         for r in cordon::supervisor::audit::read_all(&path)? {
@@ -203,17 +259,20 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
     if let Ok(old) = std::fs::read_to_string(cordon::supervisor::audit::rotated(&path)) {
         for l in old.lines() {
             if let Ok(r) = serde_json::from_str::<Record>(l) {
-                print_record(&r, a.json);
+                print_record(&a.container_id, &r, a.json);
             }
         }
     }
     let mut reader = std::io::BufReader::new(file);
     let mut line = String::new();
+    // A restore stops the container and starts it again on the same
+    // trail: its records say when (see `restoring`).
+    let mut restore = Restore::default();
     loop {
         line.clear();
         let n = reader.read_line(&mut line)?;
         if n == 0 {
-            if !a.follow || !root.join(&a.container_id).exists() {
+            if !a.follow || restore.over(root.join(&a.container_id).exists()) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
@@ -231,14 +290,58 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
             continue;
         }
         if let Ok(r) = serde_json::from_str::<Record>(line.trim_end()) {
-            print_record(&r, a.json);
-            // The supervisor's last record: nothing follows it.
-            if a.follow && r.syscall == "supervisor" && r.result == "exit" {
+            print_record(&a.container_id, &r, a.json);
+            restore.see(&r);
+            // The supervisor's last record: nothing follows it, unless a
+            // restore starts the container again.
+            if a.follow && r.syscall == "supervisor" && r.result == "exit" && !restore.running {
                 break;
             }
         }
     }
     Ok(0)
+}
+
+/// What `audit --follow` knows of a restore of the container it follows:
+/// one runs from its `restore NAME: stopping the container` event until
+/// `restarted with a fresh supervisor` or `failed`. The trail file stays
+/// the same (renamed away and back), but the container's state directory
+/// is gone for a while.
+#[derive(Default)]
+struct Restore {
+    running: bool,
+    /// Since when the state directory has been missing during a restore.
+    missing: Option<std::time::Instant>,
+}
+
+impl Restore {
+    /// Takes note of record `r`.
+    fn see(&mut self, r: &Record) {
+        if r.syscall != "supervisor" || !r.detail.starts_with("restore ") {
+            return;
+        }
+        if r.detail.ends_with(": stopping the container") {
+            self.running = true;
+        } else if r.detail.ends_with(": restarted with a fresh supervisor") || r.detail.contains(": failed") {
+            self.running = false;
+        }
+    }
+
+    /// Whether following is over at the end of the trail, the container's
+    /// state directory existing or not (`exists`): it is gone and no
+    /// restore runs, or a restore has left it missing for a minute (the
+    /// restoring process died before saying how it ended).
+    fn over(&mut self, exists: bool) -> bool {
+        if exists {
+            self.missing = None;
+            return false;
+        }
+        if !self.running {
+            return true;
+        }
+        let since = *self.missing.get_or_insert_with(std::time::Instant::now);
+        since.elapsed() > std::time::Duration::from_secs(60)
+    }
 }
 
 pub fn syscalls(a: SyscallsArgs) -> anyhow::Result<i32> {

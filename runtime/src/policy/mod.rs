@@ -620,6 +620,7 @@ fn keep_dev_usable(paths: &mut Vec<model::PathRule>) {
                 "added before the catch-all: the container's /dev (devices, /dev/shm, /dev/pts) stays usable, as on runc's read-only rootfs"
                     .into(),
             ),
+            message: None,
         },
     );
 }

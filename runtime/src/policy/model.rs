@@ -95,6 +95,11 @@ pub struct SyscallRule {
     /// Why the rule exists (shown by `cordon policy show`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What to tell the caller's agent when this rule refuses a call:
+    /// `cordon audit --last ID` prints it with the last denial, so a
+    /// platform can feed it back (docs/POLICY.md, "In the audit trail").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Access a path rule grants.
@@ -121,6 +126,11 @@ pub struct PathRule {
     /// Why the rule exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What to tell the caller's agent when this rule refuses a call:
+    /// `cordon audit --last ID` prints it with the last denial, so a
+    /// platform can feed it back (docs/POLICY.md, "In the audit trail").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Verdict of a network rule.
@@ -173,6 +183,11 @@ pub struct NetRule {
     /// Why the rule exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What to tell the caller's agent when this rule refuses a call:
+    /// `cordon audit --last ID` prints it with the last denial, so a
+    /// platform can feed it back (docs/POLICY.md, "In the audit trail").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Distinct names a wildcard host rule forwards per minute by default

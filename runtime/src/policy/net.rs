@@ -387,6 +387,7 @@ mod tests {
                 ports: vec![443],
                 action: NetAction::Allow,
                 max_names: None,
+                message: None,
                 note: None,
             },
             NetRule {
@@ -396,6 +397,7 @@ mod tests {
                 ports: vec![],
                 action: NetAction::Deny,
                 max_names: None,
+                message: None,
                 note: None,
             },
         ];
@@ -424,6 +426,7 @@ mod tests {
             ports: vec![],
             action: NetAction::Allow,
             max_names: None,
+            message: None,
             note: None,
         };
         let p = NetPolicy::compile(&[lo], NetAction::Deny).unwrap();
@@ -445,6 +448,7 @@ mod name_tests {
             ports: ports.to_vec(),
             action: NetAction::Allow,
             max_names: None,
+            message: None,
             note: None,
         };
         let p = NetPolicy::compile(&[fam("vsock", &[]), fam("31", &[])], NetAction::Deny).unwrap();
@@ -483,6 +487,7 @@ mod name_tests {
             ports: ports.to_vec(),
             action,
             max_names: None,
+            message: None,
             note: None,
         }
     }

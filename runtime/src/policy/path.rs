@@ -314,6 +314,7 @@ mod tests {
             pattern: p.into(),
             access: a,
             note: None,
+            message: None,
         }
     }
 

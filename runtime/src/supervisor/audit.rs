@@ -64,6 +64,37 @@ impl Record {
             _ => None,
         }
     }
+
+    /// The destination of a connect/sendto/sendmsg record: the host name
+    /// the resolver answered it for (if any), the address and the port,
+    /// read from `detail` (`pypi.org (151.101.0.223):443`, `10.0.0.1:80`,
+    /// `[::1]:53`, with ` N bytes` after it for a send). `None` for other
+    /// records and other families.
+    pub fn destination(&self) -> Option<(Option<&str>, std::net::IpAddr, u16)> {
+        if !matches!(self.syscall.as_str(), "connect" | "sendto" | "sendmsg") {
+            return None;
+        }
+        let mut d = self.detail.strip_prefix("resolver ").unwrap_or(&self.detail);
+        if let Some(head) = d
+            .strip_suffix(" bytes")
+            .and_then(|h| h.rsplit_once(' '))
+            .map(|(h, _)| h)
+        {
+            d = head;
+        }
+        let (name, at) = match d.split_once(" (") {
+            Some((name, rest)) => {
+                let (ip, port) = rest.rsplit_once("):")?;
+                (Some(name), (ip, port))
+            }
+            None if d.starts_with('[') => {
+                let (ip, port) = d[1..].rsplit_once("]:")?;
+                (None, (ip, port))
+            }
+            None => (None, d.rsplit_once(':')?),
+        };
+        Some((name, at.0.parse().ok()?, at.1.parse().ok()?))
+    }
 }
 
 /// Appends records to the audit file.

@@ -190,14 +190,26 @@ impl super::super::Runtime {
                 ..Default::default()
             })
             .map_err(|e| {
+                // Where the trail is now: `audit --follow` ends on this.
+                if let Ok(log) = crate::supervisor::audit::AuditLog::open(Some(&trail)) {
+                    log.record(
+                        0,
+                        "supervisor",
+                        &format!("restore {name}: failed: {e}"),
+                        "event",
+                        "error",
+                    );
+                }
                 other(format!(
                     "restore {id:?}: create: {e} (the container is gone; its files and checkpoints stay in {})",
                     layer.base.display()
                 ))
             })?;
         if let Err(e) = c.start() {
+            let why = super::super::chain(&e);
+            self.audit_event(id, &format!("restore {name}: failed: start: {why}"));
             let _ = self.delete_with(id, true, super::super::Keep::Checkpoints);
-            return Err(other(format!("restore {id:?}: start: {}", super::super::chain(&e))));
+            return Err(other(format!("restore {id:?}: start: {why}")));
         }
         self.audit_event(id, &format!("restore {name}: restarted with a fresh supervisor"));
         Ok(())
