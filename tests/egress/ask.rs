@@ -243,6 +243,17 @@ for target, port in [("192.0.2.1", 8080), ("192.0.2.1", 9090), ("192.0.2.3", 808
     assert_eq!(last["rule"], "net[1] 192.0.2.3/32");
     assert_eq!(last["address"], "192.0.2.3");
     assert_eq!(last["message"], "server-b is off limits: ask the operator");
+    // The same decisions as runc-style events, ending with the init's exit.
+    let events: Vec<serde_json::Value> = ok(&env.cordon(&["events", "--audit", &id]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(events.iter().all(|e| e["type"] == "audit" && e["id"] == id.as_str()));
+    assert_eq!(events.len(), trail.len());
+    assert!(events
+        .iter()
+        .any(|e| e["data"]["port"] == 9090 && e["data"]["host"] == "allowed.test"));
+    assert_eq!(events.last().unwrap()["data"]["result"], "exit");
     let text = ok(&env.cordon(&["audit", "--last", &id]));
     assert!(
         text.ends_with("\nmessage: server-b is off limits: ask the operator\n"),

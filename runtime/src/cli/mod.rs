@@ -102,8 +102,8 @@ pub enum Cmd {
     Resume(liboci_cli::Resume),
     /// Change a running container's resource limits
     Update(liboci_cli::Update),
-    /// Show a container's resource statistics
-    Events(liboci_cli::Events),
+    /// Show a container's resource statistics, or with --audit its audit trail as events
+    Events(EventsArgs),
     /// Print what this runtime supports (OCI features document)
     Features(liboci_cli::Features),
     /// Write a starter config.json
@@ -164,6 +164,18 @@ pub struct RunArgs {
     /// whose writable layer cordon owns (for checkpoints; docs/CHECKPOINT.md)
     #[arg(long)]
     pub overlay: bool,
+}
+
+/// `events` with cordon's flags.
+#[derive(Args, Debug)]
+pub struct EventsArgs {
+    /// runc's flags
+    #[command(flatten)]
+    pub runc: liboci_cli::Events,
+    /// Stream the audit trail instead, one `{"type":"audit","id":ID,"data":RECORD}`
+    /// line per decision, until the container's init exits
+    #[arg(long, conflicts_with = "stats")]
+    pub audit: bool,
 }
 
 /// `delete` with cordon's flags.
@@ -316,7 +328,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Pause(a) => lifecycle::pause(&rt()?, a),
         Cmd::Resume(a) => lifecycle::resume(&rt()?, a),
         Cmd::Update(a) => lifecycle::update(&rt()?, a),
-        Cmd::Events(a) => lifecycle::events(&rt()?, a),
+        Cmd::Events(a) if a.audit => policy::audit_events(&cli.root, &a.runc.container_id),
+        Cmd::Events(a) => lifecycle::events(&rt()?, a.runc),
         Cmd::Features(_) => lifecycle::features(),
         Cmd::Spec(a) => lifecycle::spec(a),
         Cmd::Checkpoint(a) => snapshots::checkpoint(&rt()?, a),

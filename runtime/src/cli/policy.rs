@@ -209,38 +209,9 @@ fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
-    cordon::container::validate::id(&a.container_id)?;
-    let mut path = cordon::container::audit_path(root, &a.container_id);
-    if !path.exists() {
-        // A deleted container's trail, kept under [audit] dir.
-        let retention = cordon::config::RuntimeConfig::load()?.audit;
-        if let Some(kept) = retention.find(&a.container_id) {
-            path = kept;
-        }
-    }
-    let file = std::fs::File::open(&path).map_err(|_| {
-        anyhow::anyhow!(
-            "container {:?} has no audit trail (no such container, and none kept for it)",
-            a.container_id
-        )
-    })?;
+    let (path, file) = open_trail(root, &a.container_id)?;
     if a.last {
-        let records = cordon::supervisor::audit::read_all(&path)?;
-        if let Some(r) = records.iter().rev().find(|r| r.action == "deny") {
-            let message = rule_message(root, &a.container_id, r.rule.as_deref());
-            if a.json {
-                let mut v = record_json(&a.container_id, r);
-                if let Some(m) = &message {
-                    v["message"] = m.as_str().into();
-                }
-                println!("{}", cordon::supervisor::audit::escape_c1(&v.to_string()));
-            } else {
-                print_record(&a.container_id, r, false);
-                if let Some(m) = message {
-                    println!("message: {}", escaped(&m));
-                }
-            }
-        }
+        last_denial(root, &a.container_id, &path, a.json)?;
         return Ok(0);
     }
     if a.stats {
@@ -255,32 +226,90 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
+    let id = a.container_id.clone();
+    stream_trail(root, &id, &path, file, a.follow, |r| print_record(&id, r, a.json))?;
+    Ok(0)
+}
+
+/// Container `id`'s audit trail (or the kept one of a deleted
+/// container): its path and the file opened for reading.
+fn open_trail(root: &Path, id: &str) -> anyhow::Result<(std::path::PathBuf, std::fs::File)> {
+    cordon::container::validate::id(id)?;
+    let mut path = cordon::container::audit_path(root, id);
+    if !path.exists() {
+        // A deleted container's trail, kept under [audit] dir.
+        let retention = cordon::config::RuntimeConfig::load()?.audit;
+        if let Some(kept) = retention.find(id) {
+            path = kept;
+        }
+    }
+    let file = std::fs::File::open(&path).map_err(|_| {
+        anyhow::anyhow!("container {id:?} has no audit trail (no such container, and none kept for it)")
+    })?;
+    Ok((path, file))
+}
+
+/// `audit --last`: container `id`'s last denial in the trail at `path`,
+/// with the message of the rule that refused it.
+fn last_denial(root: &Path, id: &str, path: &Path, json: bool) -> anyhow::Result<()> {
+    let records = cordon::supervisor::audit::read_all(path)?;
+    let Some(r) = records.iter().rev().find(|r| r.action == "deny") else {
+        return Ok(());
+    };
+    let message = rule_message(root, id, r.rule.as_deref());
+    if json {
+        let mut v = record_json(id, r);
+        if let Some(m) = &message {
+            v["message"] = m.as_str().into();
+        }
+        println!("{}", cordon::supervisor::audit::escape_c1(&v.to_string()));
+    } else {
+        print_record(id, r, false);
+        if let Some(m) = message {
+            println!("message: {}", escaped(&m));
+        }
+    }
+    Ok(())
+}
+
+/// Hands every record of container `id`'s trail at `path` (`file`
+/// opened on it), the rotated part first, to `emit`; with `follow`, the
+/// records still to come too, across restores, until the container's
+/// init exits or the container is gone.
+fn stream_trail(
+    root: &Path,
+    id: &str,
+    path: &Path,
+    file: std::fs::File,
+    follow: bool,
+    mut emit: impl FnMut(&Record),
+) -> anyhow::Result<()> {
     // The rotated part first (the trail is bounded, see supervisor::audit).
-    if let Ok(old) = std::fs::read_to_string(cordon::supervisor::audit::rotated(&path)) {
+    if let Ok(old) = std::fs::read_to_string(cordon::supervisor::audit::rotated(path)) {
         for l in old.lines() {
             if let Ok(r) = serde_json::from_str::<Record>(l) {
-                print_record(&a.container_id, &r, a.json);
+                emit(&r);
             }
         }
     }
     let mut reader = std::io::BufReader::new(file);
     let mut line = String::new();
     // A restore stops the container and starts it again on the same
-    // trail: its records say when (see `restoring`).
+    // trail: its records say when (see `Restore`).
     let mut restore = Restore::default();
     loop {
         line.clear();
         let n = reader.read_line(&mut line)?;
         if n == 0 {
-            if !a.follow || restore.over(root.join(&a.container_id).exists()) {
+            if !follow || restore.over(root.join(id).exists()) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(200));
             // Rotated meanwhile: go on with the new file.
             use std::os::unix::fs::MetadataExt;
-            let now = std::fs::metadata(&path).map(|m| m.ino()).ok();
+            let now = std::fs::metadata(path).map(|m| m.ino()).ok();
             if now.is_some() && now != reader.get_ref().metadata().map(|m| m.ino()).ok() {
-                if let Ok(f) = std::fs::File::open(&path) {
+                if let Ok(f) = std::fs::File::open(path) {
                     reader = std::io::BufReader::new(f);
                 }
                 continue;
@@ -290,15 +319,27 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
             continue;
         }
         if let Ok(r) = serde_json::from_str::<Record>(line.trim_end()) {
-            print_record(&a.container_id, &r, a.json);
+            emit(&r);
             restore.see(&r);
             // The supervisor's last record: nothing follows it, unless a
             // restore starts the container again.
-            if a.follow && r.syscall == "supervisor" && r.result == "exit" && !restore.running {
+            if follow && r.syscall == "supervisor" && r.result == "exit" && !restore.running {
                 break;
             }
         }
     }
+    Ok(())
+}
+
+/// `events --audit ID`: the audit trail as runc-style event lines,
+/// `{"type":"audit","id":ID,"data":RECORD}` (the record as `audit --json`
+/// gives it), from the first record until the container's init exits.
+pub fn audit_events(root: &Path, id: &str) -> anyhow::Result<i32> {
+    let (path, file) = open_trail(root, id)?;
+    stream_trail(root, id, &path, file, true, |r| {
+        let event = serde_json::json!({"type": "audit", "id": id, "data": record_json(id, r)});
+        println!("{}", cordon::supervisor::audit::escape_c1(&event.to_string()));
+    })?;
     Ok(0)
 }
 
