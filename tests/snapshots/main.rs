@@ -259,6 +259,26 @@ fn restore_gives_back_each_checkpoints_tree_byte_for_byte() {
     w.delete_and_check(&id);
 }
 
+/// A volume's mount point, which the runtime makes in the writable layer
+/// when the rootfs has no such directory, is not a change of the
+/// container's; what it writes into the volume is not in the layer.
+#[test]
+fn diff_leaves_out_the_mount_points_of_volumes() {
+    let mut w = World::busybox();
+    let vol = TempDir::new("vol");
+    w.env.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"destination": "/vol/data", "type": "bind", "source": vol.path(), "options": ["rbind", "rw"]}));
+    let id = unique("diff-vol");
+    w.run_detached(&id, &["--overlay"]);
+    assert_eq!(ok(&w.cordon(&["diff", &id])), "", "nothing changed yet");
+    w.sh(&id, "echo in > /vol/data/f; echo out > /new");
+    assert_eq!(ok(&w.cordon(&["diff", &id])), "A /new\n");
+    assert_eq!(std::fs::read_to_string(vol.path().join("f")).unwrap(), "in\n");
+    w.delete_and_check(&id);
+}
+
 /// `cordon audit --follow` goes on across a restore (the trail is the
 /// same, the container's state is gone for a moment) and ends when the
 /// restored container's init exits; each JSON record names the container.
@@ -1013,6 +1033,35 @@ fn a_restore_keeps_the_policy_of_create() {
     ok(&w.cordon(&["restore", &id, "cp1"]));
     w.wait_running(&id);
     assert_eq!(w.sh(&id, probe).trim(), "1", "refused after a restore, the file gone");
+    w.delete_and_check(&id);
+}
+
+/// A fork and a restore of a container run with `--trace` are traced
+/// too: what the BPF filter refuses (chroot under the default policy) is
+/// recorded in their trails, with the same errno.
+#[test]
+fn a_fork_and_a_restore_keep_trace_mode() {
+    let w = World::busybox();
+    let id = unique("snap-trace");
+    w.env.write();
+    let b = w.env.bundle.path().to_string_lossy().into_owned();
+    ok(&w.cordon(&["--trace", "run", "-d", "--overlay", "-b", &b, &id]));
+    w.wait_running(&id);
+    ok(&w.cordon(&["checkpoint", &id, "--name", "base"]));
+    let fork = format!("{id}-f");
+    ok(&w.cordon(&["fork", &id, "base", &fork]));
+    w.wait_running(&fork);
+    ok(&w.cordon(&["restore", &id, "base"]));
+    w.wait_running(&id);
+    for c in [&fork, &id] {
+        let probe = "chroot / true 2>/dev/null; echo $?";
+        assert_eq!(w.sh(c, probe).trim(), "1", "{c}: chroot refused");
+        w.env
+            .audit_with(c, &format!("{c}: the refused chroot in the trail"), |r| {
+                r["syscall"] == "chroot" && r["action"] == "deny" && r["result"] == "EPERM"
+            });
+    }
+    ok(&w.cordon(&["delete", "--force", &fork]));
     w.delete_and_check(&id);
 }
 

@@ -84,6 +84,9 @@ pub struct Inherited {
     pub platform: String,
     /// The parent's enforcement level.
     pub enforcement: crate::policy::Enforcement,
+    /// Whether the parent runs in trace mode (`--trace`): a fork or a
+    /// restore records what the kernel refuses as the parent does.
+    pub trace: bool,
 }
 
 impl Runtime {
@@ -100,6 +103,12 @@ impl Runtime {
             choice.enforcement = i.enforcement;
         }
         Ok(choice)
+    }
+
+    /// Whether container `opts.id` runs in trace mode: the runtime's
+    /// `--trace`, or its parent's (a fork's, a restore's).
+    fn traced(&self, opts: &CreateOptions) -> bool {
+        self.config.trace || opts.inherit.as_ref().is_some_and(|i| i.trace)
     }
 
     /// Creates container `opts.id` (`runc create`): validates the input,
@@ -145,7 +154,8 @@ impl Runtime {
         // `exec`: a policy file changed after create changes nothing.
         let fixed = toml::to_string_pretty(&full.source).map_err(Error::RenderPolicy)?;
         // Trace mode sees every open: path rules stay in the supervisor.
-        let trace = self.config.trace;
+        // A fork or a restore of a traced container is traced too.
+        let trace = self.traced(opts);
         let enforcement = if trace {
             crate::policy::Enforcement::Supervisor
         } else {
@@ -358,7 +368,7 @@ impl Runtime {
             guard_renames: plan.guards_renames(),
             landlock: plan.landlock.clone(),
             enforcement: Some(plan.describe()),
-            trace: self.config.trace,
+            trace: self.traced(opts),
             layer: layer.map(|(l, _)| l.base.clone()),
             lower: layer.map(|(_, lower)| lower.clone()),
             no_new_privs,
