@@ -344,11 +344,74 @@ fn diff_lists_added_changed_and_deleted_paths() {
         ok(&w.cordon(&["diff", &id])),
         "C /etc\nD /etc/group\nC /etc/hosts\nA /nd\nA /nd/f\nA /new\nD /var\n"
     );
+    let content: Value = serde_json::from_str(&ok(&w.cordon(&["diff", &id, "--content", "--format", "json"]))).unwrap();
+    let hosts = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == "/etc/hosts")
+        .unwrap();
+    let rootfs = cordon_tests::busybox_bundle().join("rootfs");
+    let sha = |bytes: &[u8]| {
+        let out = Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(bytes)?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let original = std::fs::read(rootfs.join("etc/hosts")).unwrap();
+    assert_eq!(hosts["old_sha256"], sha(&original).as_str());
+    assert_eq!(
+        hosts["new_sha256"],
+        sha(&[original.as_slice(), b"more\n"].concat()).as_str()
+    );
+    assert!(
+        hosts["diff"]
+            .as_str()
+            .unwrap()
+            .starts_with("--- a/etc/hosts\n+++ b/etc/hosts\n"),
+        "{hosts}"
+    );
+    assert!(hosts["diff"].as_str().unwrap().ends_with("\n+more\n"), "{hosts}");
+    let by_path = |p: &str| {
+        content
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["path"] == p)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_path("/new")["old_sha256"], Value::Null);
+    assert_eq!(by_path("/new")["diff"], "--- a/new\n+++ b/new\n@@ -0,0 +1 @@\n+new\n");
+    assert_eq!(by_path("/etc/group")["new_sha256"], Value::Null);
+    assert!(by_path("/nd").get("old_sha256").is_none(), "a directory has no content");
+    let text = ok(&w.cordon(&["diff", &id, "--content"]));
+    assert!(text.contains("C /etc/hosts\n  sha256 "), "{text}");
     assert_eq!(ok(&w.cordon(&["checkpoint", &id, "--name", "base"])).trim(), "base");
     w.sh(
         &id,
         "rm -rf /nd; echo changed > /new; echo other > /other; touch /etc/group",
     );
+    let since: Value =
+        serde_json::from_str(&ok(&w.cordon(&["diff", &id, "base", "--content", "--format", "json"]))).unwrap();
+    let new = since.as_array().unwrap().iter().find(|c| c["path"] == "/new").unwrap();
+    assert_eq!(
+        new["old_sha256"],
+        sha(b"new\n").as_str(),
+        "the checkpoint's version: {new}"
+    );
+    assert_eq!(new["diff"], "--- a/new\n+++ b/new\n@@ -1 +1 @@\n-new\n+changed\n");
     let json: Value = serde_json::from_str(&ok(&w.cordon(&["diff", &id, "base", "--format", "json"]))).unwrap();
     assert_eq!(
         json,

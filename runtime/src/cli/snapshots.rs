@@ -105,6 +105,10 @@ pub struct DiffArgs {
     /// Output format: text or json
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub format: String,
+    /// Each changed file's sha256 before and now, and for text files up
+    /// to 1 MiB a unified diff
+    #[arg(long)]
+    pub content: bool,
 }
 
 /// `restore` arguments.
@@ -183,13 +187,21 @@ pub fn checkpoints(rt: &Runtime, a: CheckpointsArgs) -> anyhow::Result<i32> {
 }
 
 pub fn diff(rt: &Runtime, a: DiffArgs) -> anyhow::Result<i32> {
-    let changes = rt.diff(&a.container_id, a.name.as_deref())?;
+    let changes = rt.diff(&a.container_id, a.name.as_deref(), a.content)?;
     if a.format == "json" {
         println!("{}", serde_json::to_string_pretty(&changes)?);
         return Ok(0);
     }
     for c in changes {
         println!("{} {}", c.kind, c.path);
+        let Some(content) = c.content else { continue };
+        let sha = |s: Option<String>| s.unwrap_or_else(|| "-".into());
+        println!("  sha256 {} -> {}", sha(content.old_sha256), sha(content.new_sha256));
+        if let Some(d) = content.diff {
+            for line in d.lines() {
+                println!("  {line}");
+            }
+        }
     }
     Ok(0)
 }

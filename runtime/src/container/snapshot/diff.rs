@@ -10,6 +10,117 @@ pub struct Change {
     pub kind: char,
     /// Absolute path inside the container.
     pub path: String,
+    /// With `--content`, for a regular file: its contents' digests and
+    /// their differences ([`Content`]).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Content>,
+}
+
+/// What `cordon diff --content` adds to a change of a regular file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Content {
+    /// SHA-256 (hex) of the file before; `None` where it was no regular
+    /// file (added).
+    pub old_sha256: Option<String>,
+    /// SHA-256 (hex) of the file now; `None` where it is no regular file
+    /// (deleted).
+    pub new_sha256: Option<String>,
+    /// A unified diff (`--- a/PATH`, `+++ b/PATH`, three lines of
+    /// context) when both sides are text (UTF-8 without NUL) of at most
+    /// [`MAX_TEXT`] bytes; a missing side counts as empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// Largest file (bytes) `diff --content` shows a unified diff of.
+pub const MAX_TEXT: u64 = 1 << 20;
+
+/// One side of a file: its digest, and its text when it is text of at
+/// most [`MAX_TEXT`] bytes.
+struct Side {
+    sha256: String,
+    text: Option<String>,
+}
+
+/// The regular file at `rel` in the layer stack `layers` (uppermost
+/// first): the first layer holding one, reached from the layer's root
+/// with no symlink followed (a container cannot make this read a host
+/// file by swapping a directory for a symlink). `None` when no layer
+/// holds a regular file there (or a whiteout hides it first).
+fn read_side(layers: &[PathBuf], rel: &str) -> Option<Side> {
+    use sha2::Digest;
+    use std::io::Read;
+    for l in layers {
+        let Ok(root) = std::fs::File::open(l) else { continue };
+        let fd = match crate::sys::open_beneath_no_symlinks(std::os::fd::AsFd::as_fd(&root), &rel_of(rel)) {
+            Ok(fd) => fd,
+            // Not in this layer: the next one down shows it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // A symlink or a file on the way: no regular file there.
+            Err(_) => return None,
+        };
+        let Ok(st) = nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd)) else {
+            continue;
+        };
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind == libc::S_IFCHR && st.st_rdev == 0 {
+            return None; // a whiteout
+        }
+        if kind != libc::S_IFREG {
+            return None;
+        }
+        let proc = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+        let mut f = std::fs::File::open(proc).ok()?;
+        let mut hash = sha2::Sha256::new();
+        let mut kept = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = f.read(&mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            hash.update(&buf[..n]);
+            if kept.len() as u64 <= MAX_TEXT {
+                kept.extend_from_slice(&buf[..n]);
+            }
+        }
+        let text = (kept.len() as u64 <= MAX_TEXT && !kept.contains(&0))
+            .then(|| String::from_utf8(kept).ok())
+            .flatten();
+        let sha256 = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        return Some(Side { sha256, text });
+    }
+    None
+}
+
+/// [`Content`] of the change at `path` between the layer stacks `before`
+/// and `now`; `None` when neither side is a regular file.
+pub(super) fn content(before: &[PathBuf], now: &[PathBuf], kind: char, path: &str) -> Option<Content> {
+    let rel = path.trim_start_matches('/');
+    let old = if kind == 'A' { None } else { read_side(before, rel) };
+    let new = if kind == 'D' { None } else { read_side(now, rel) };
+    if old.is_none() && new.is_none() {
+        return None;
+    }
+    let text = |s: &Option<Side>| match s {
+        None => Some(String::new()),
+        Some(s) => s.text.clone(),
+    };
+    let diff = match (text(&old), text(&new)) {
+        (Some(a), Some(b)) if a != b => Some(
+            similar::TextDiff::from_lines(&a, &b)
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("a{path}"), &format!("b{path}"))
+                .to_string(),
+        ),
+        _ => None,
+    };
+    Some(Content {
+        old_sha256: old.map(|s| s.sha256),
+        new_sha256: new.map(|s| s.sha256),
+        diff,
+    })
 }
 
 /// What the container sees at `rel` with upper layer `m` over `lower`:
@@ -85,6 +196,7 @@ pub fn diff(before: &Manifest, now: &Manifest, lowers: &[PathBuf]) -> Vec<Change
         out.push(Change {
             kind,
             path: format!("/{p}"),
+            content: None,
         });
     }
     out
@@ -101,5 +213,56 @@ impl Layer {
             None => Manifest::new(),
         };
         Ok(diff(&before, &scan(&self.upper())?, lowers))
+    }
+
+    /// Fills in each change's [`Content`]: the files as checkpoint `name`
+    /// had them (its chain of layers over `lowers`), or as the container
+    /// started with `None`, against the files now (the upper layer over
+    /// `lowers`).
+    pub fn with_content(&self, id: &str, name: Option<&str>, lowers: &[PathBuf], changes: &mut [Change]) -> Result<()> {
+        let mut before: Vec<PathBuf> = match name {
+            Some(n) => self
+                .chain(id, n)?
+                .iter()
+                .rev()
+                .map(|i| self.checkpoints().join(&i.name).join("layer"))
+                .collect(),
+            None => Vec::new(),
+        };
+        before.extend(lowers.iter().cloned());
+        let mut now = vec![self.upper()];
+        now.extend(lowers.iter().cloned());
+        for c in changes.iter_mut() {
+            c.content = content(&before, &now, c.kind, &c.path);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_never_follows_a_symlink_out_of_the_layer() {
+        let dir = std::env::temp_dir().join(format!("cordon-diff-{}", std::process::id()));
+        let (upper, lower) = (dir.join("upper"), dir.join("lower"));
+        std::fs::create_dir_all(lower.join("etc")).unwrap();
+        std::fs::create_dir_all(&upper).unwrap();
+        std::fs::write(lower.join("etc/passwd"), "root:x:0:0\n").unwrap();
+        // The container swapped /etc for a symlink to the host's /etc.
+        std::os::unix::fs::symlink("/etc", upper.join("etc")).unwrap();
+        let layers = [upper.clone(), lower.clone()];
+        assert!(
+            read_side(&layers, "etc/passwd").is_none(),
+            "neither the host's file nor the hidden one"
+        );
+        let c = content(&[lower.clone()], &layers, 'C', "/etc/passwd").expect("the old side is a file");
+        assert_eq!(c.new_sha256, None);
+        assert_eq!(
+            c.diff.as_deref(),
+            Some("--- a/etc/passwd\n+++ b/etc/passwd\n@@ -1 +0,0 @@\n-root:x:0:0\n")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

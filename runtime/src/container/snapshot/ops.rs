@@ -142,11 +142,15 @@ impl super::super::Runtime {
     }
 
     /// The changes of container `id`'s files since checkpoint `name`, or
-    /// since it started.
-    pub fn diff(&self, id: &str, name: Option<&str>) -> Result<Vec<Change>> {
+    /// since it started; with `content`, each regular file's digests
+    /// before and now and, for text, a unified diff ([`Content`]).
+    pub fn diff(&self, id: &str, name: Option<&str>, content: bool) -> Result<Vec<Change>> {
         let (layer, lowers) = self.layer_of(id)?;
         let points = self.mount_points(id);
         let mut changes = layer.diff(id, name, &lowers)?;
+        if content {
+            layer.with_content(id, name, &lowers, &mut changes)?;
+        }
         // The mount points the runtime made for volumes, and the
         // directories above them it made or changed on the way, are not
         // the container's changes (what the container adds beneath them
