@@ -257,7 +257,7 @@ mod tests {
             read_side(&layers, "etc/passwd").is_none(),
             "neither the host's file nor the hidden one"
         );
-        let c = content(&[lower.clone()], &layers, 'C', "/etc/passwd").expect("the old side is a file");
+        let c = content(std::slice::from_ref(&lower), &layers, 'C', "/etc/passwd").expect("the old side is a file");
         assert_eq!(c.new_sha256, None);
         assert_eq!(
             c.diff.as_deref(),
