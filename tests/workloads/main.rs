@@ -723,6 +723,55 @@ fn pip_installs_from_an_https_index() {
     assert_same(Workload::sh("pip", PIP).compare(&net, Stdio3::Files, ""));
 }
 
+/// `cordon learn` of the pip install: the learned policy (checked again
+/// by `--verify`, at the kernel level) runs the job as while learning,
+/// grants the index by name, and refuses what the job never did: reading
+/// /root, reaching another host.
+#[test]
+fn a_policy_learned_from_pip_runs_it_and_refuses_the_rest() {
+    let net = Net::new();
+    let job = Workload::sh("pip", PIP);
+    let env = job.env(&net);
+    env.write();
+    let out = net.dir.path().join("learned.toml");
+    let id = unique("learn");
+    let learned = env.cordon(&[
+        "learn",
+        "-b",
+        &env.bundle.path().to_string_lossy(),
+        &id,
+        "-o",
+        &out.to_string_lossy(),
+        "--verify",
+    ]);
+    assert!(learned.status.success(), "{}\n{}", stdout(&learned), stderr(&learned));
+    assert!(
+        stdout(&learned).contains("cordon\n"),
+        "the job ran: {}",
+        stdout(&learned)
+    );
+    assert!(
+        stderr(&learned).contains("as while learning; nothing denied"),
+        "{}",
+        stderr(&learned)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("host = \"files.test\"\nports = [8443]"), "{text}");
+    assert!(text.contains("pattern = \"/work/**\"\naccess = \"allow\""), "{text}");
+    assert!(!text.contains("/root"), "{text}");
+    let probe = Workload::sh(
+        "probe",
+        "cat /root/.bashrc >/dev/null 2>&1; echo root $?; \
+         python3 -c 'import socket; socket.create_connection((\"198.51.100.53\", 8080), timeout=5)' 2>&1 | tail -1; \
+         echo x > /work/x; echo work $?",
+    );
+    let got = probe.cordon_with(&net, &out.to_string_lossy(), &|_| {});
+    assert_eq!(
+        got.stdout, "root 1\nPermissionError: [Errno 1] Operation not permitted\nwork 0\n",
+        "{got:?}"
+    );
+}
+
 /// `git clone` over HTTPS (the dumb protocol: plain GETs), the commit id
 /// and the file checked; `curl` of 20 MiB over HTTPS and over HTTP, the
 /// sha256 checked.

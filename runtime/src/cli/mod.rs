@@ -5,6 +5,7 @@
 mod ask;
 pub mod docs;
 mod install;
+mod learn;
 mod lifecycle;
 pub mod logging;
 mod policy;
@@ -125,6 +126,8 @@ pub enum Cmd {
     Audit(AuditArgs),
     /// Answer the questions of `ask` rules from this terminal (listens on SOCKET)
     Ask(ask::AskArgs),
+    /// Run a bundle under an observing policy and write the tightest policy that still runs it
+    Learn(learn::LearnArgs),
     /// Print the syscall table and what a policy does with each syscall
     Syscalls(SyscallsArgs),
     /// Print, or with --write merge, the configuration an engine needs to use cordon
@@ -341,6 +344,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Audit(a) => policy::audit(&cli.root, a),
         Cmd::Syscalls(a) => policy::syscalls(a),
         Cmd::Ask(a) => ask::ask(a),
+        Cmd::Learn(a) => learn::learn(&mut rt()?, a),
         Cmd::Install(a) => install::install(a),
         Cmd::Uninstall(a) => install::uninstall(a),
         Cmd::GenerateDocs { dir } => docs::generate(&dir),

@@ -8,6 +8,7 @@
 
 mod choice;
 pub mod landlock;
+pub mod learn;
 pub mod levels;
 pub mod live;
 pub mod model;

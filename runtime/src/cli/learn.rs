@@ -1,0 +1,265 @@
+//! `cordon learn -b BUNDLE ID -o FILE`: runs a bundle under an observing
+//! policy and writes the tightest policy that still runs it
+//! (docs/LEARN.md; the generation is `cordon::policy::learn`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use cordon::container::{foreground, CreateOptions, Inherited, Runtime};
+use cordon::policy::learn::{self, Observed};
+use cordon::policy::Enforcement;
+
+/// `learn` arguments.
+#[derive(clap::Args, Debug)]
+pub struct LearnArgs {
+    /// The bundle to run
+    #[arg(short, long, default_value = ".")]
+    pub bundle: PathBuf,
+    /// Container id (used for the learning run and the verifying one)
+    pub container_id: String,
+    /// Where to write the policy
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// The policy whose denials hold while learning, which the learned one
+    /// extends (built-in name or file)
+    #[arg(long, default_value = "default")]
+    pub from: String,
+    /// Components a directory grant keeps at most (`/work/venv` with 2)
+    #[arg(long, default_value_t = 2)]
+    pub collapse: usize,
+    /// Run the job again under the learned policy (at the kernel level)
+    /// and report any difference
+    #[arg(long)]
+    pub verify: bool,
+    /// The process's arguments instead of the bundle's
+    #[arg(last = true)]
+    pub args: Vec<String>,
+}
+
+/// Learns, writes the policy, optionally verifies; the job's exit status
+/// (under the learned policy with `--verify`).
+pub fn learn(rt: &mut Runtime, a: LearnArgs) -> anyhow::Result<i32> {
+    cordon::container::validate::id(&a.container_id)?;
+    let from = cordon::filter::load_policy(&a.from)?;
+    let work = rt.root.join(format!(".learn-{}", a.container_id));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).with_context(|| format!("create {}", work.display()))?;
+    let result = learn_in(rt, &a, &from, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work: &Path) -> anyhow::Result<i32> {
+    let (bundle, spec) = bundle_copy(&a.bundle, work, &a.args)?;
+    let observing = work.join("observing.toml");
+    std::fs::write(&observing, observing_policy(from, &spec)?).context("write the observing policy")?;
+    rt.config.policy = observing.to_string_lossy().into_owned();
+    // The platform the bundle would get (its annotation, where the
+    // runtime config's gate allows it); every path rule in the supervisor.
+    let annotations: std::collections::HashMap<String, String> =
+        serde_json::from_value(spec["annotations"].clone()).unwrap_or_default();
+    let platform = rt.config.annotations.choose(&annotations, &rt.config)?.platform;
+    let inherit = Inherited {
+        platform,
+        enforcement: Enforcement::Supervisor,
+        trace: false,
+    };
+    let code = run_once(rt, &a.container_id, &bundle, Some(inherit))?;
+    let mut obs = Observed::default();
+    for r in cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &a.container_id))? {
+        obs.add(&r.syscall, &r.detail, &r.action, r.destination());
+    }
+    let _ = rt.delete(&a.container_id, true);
+    let rootfs = rootfs_of(&a.bundle, &spec);
+    let (grants, ungranted) = learn::grants(&obs, a.collapse, |d| exists_at_create(&rootfs, &spec, d));
+    let dests = learn::destinations(&obs);
+    let text = learned_text(&a.from, from, &grants, &dests)?;
+    cordon::filter::policy_from_toml(&text, &a.output.to_string_lossy())
+        .context("the learned policy does not load (a bug: please report it with the trail)")?;
+    std::fs::write(&a.output, &text).with_context(|| format!("write {}", a.output.display()))?;
+    report(&grants, &dests, &ungranted, code);
+    if !a.verify {
+        return Ok(code);
+    }
+    rt.config.policy = a.output.to_string_lossy().into_owned();
+    let again = run_once(rt, &a.container_id, &bundle, None)?;
+    let trail = cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &a.container_id))?;
+    let _ = rt.delete(&a.container_id, true);
+    let denied: Vec<_> = trail.iter().filter(|r| r.action == "deny").collect();
+    for r in &denied {
+        eprintln!(
+            "cordon learn: verify: {} {} -> {} (by {})",
+            r.syscall,
+            r.detail,
+            r.result,
+            r.rule.as_deref().unwrap_or("?")
+        );
+    }
+    if again != code || !denied.is_empty() {
+        eprintln!(
+            "cordon learn: verify: the job exited {again} under the learned policy ({code} while learning), {} denials recorded",
+            denied.len()
+        );
+        return Ok(if again != 0 { again } else { 1 });
+    }
+    eprintln!(
+        "cordon learn: verify: the job exited {again} under the learned policy, as while learning; nothing denied"
+    );
+    Ok(again)
+}
+
+/// A copy of the bundle's config.json in `work` (the rootfs path made
+/// absolute, the process's args replaced by `args` when given): the
+/// bundle to run and its config.
+fn bundle_copy(bundle: &Path, work: &Path, args: &[String]) -> anyhow::Result<(PathBuf, serde_json::Value)> {
+    let config = bundle.join("config.json");
+    let text = std::fs::read_to_string(&config).with_context(|| format!("read {}", config.display()))?;
+    let mut spec: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", config.display()))?;
+    let root = spec["root"]["path"].as_str().unwrap_or("rootfs").to_string();
+    let root = if Path::new(&root).is_absolute() {
+        PathBuf::from(root)
+    } else {
+        std::fs::canonicalize(bundle)
+            .with_context(|| format!("bundle {}", bundle.display()))?
+            .join(root)
+    };
+    spec["root"]["path"] = root.to_string_lossy().into_owned().into();
+    if !args.is_empty() {
+        spec["process"]["args"] = args.to_vec().into();
+    }
+    let out = work.join("bundle");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("config.json"), serde_json::to_vec_pretty(&spec)?)?;
+    Ok((out, spec))
+}
+
+/// The observing policy: `from` as it is (its denials hold), plus, when
+/// the container has a network namespace (not the host's) and `from` has no
+/// host rule, one host rule that matches no real name, so that lookups
+/// go through the supervisor's resolver and connects are recorded by name.
+fn observing_policy(from: &cordon::policy::Policy, spec: &serde_json::Value) -> anyhow::Result<String> {
+    let mut src = from.source.clone();
+    src.extends = Some("none".into());
+    src.name = format!("learn-{}", from.name);
+    let own_netns = spec["linux"]["namespaces"]
+        .as_array()
+        .is_some_and(|ns| ns.iter().any(|n| n["type"] == "network"));
+    if own_netns && !from.net.has_names() {
+        src.net.push(cordon::policy::model::NetRule {
+            cidr: None,
+            host: Some("learn.cordon.invalid".into()),
+            family: None,
+            ports: Vec::new(),
+            action: cordon::policy::NetAction::Deny,
+            max_names: None,
+            note: Some("cordon learn: brings lookups through the supervisor's resolver".into()),
+            message: None,
+        });
+    }
+    Ok(toml::to_string_pretty(&src)?)
+}
+
+/// The learned policy's text: extending `from_name` when it is built in,
+/// else with `from`'s rules after the learned ones.
+fn learned_text(
+    from_name: &str,
+    from: &cordon::policy::Policy,
+    grants: &[learn::Grant],
+    dests: &[learn::Destination],
+) -> anyhow::Result<String> {
+    let builtin = cordon::policy::BUILTIN.iter().any(|(n, _)| *n == from_name);
+    if builtin {
+        return Ok(learn::policy_text("learned", from_name, grants, dests));
+    }
+    let text = learn::policy_text("learned", "none", grants, dests);
+    let mut file: cordon::policy::PolicyFile = toml::from_str(&text)?;
+    let base = &from.source;
+    file.default_action = base.default_action;
+    file.default_errno = base.default_errno.clone();
+    file.syscalls.extend(base.syscalls.iter().cloned());
+    file.paths.extend(base.paths.iter().cloned());
+    file.net.extend(base.net.iter().cloned());
+    file.dns = base.dns.clone();
+    file.views = base.views.clone();
+    Ok(format!(
+        "# Written by `cordon learn` from what one run did, then {from_name}'s rules; check it, then use it.\n{}",
+        toml::to_string_pretty(&file)?
+    ))
+}
+
+/// Runs the bundle at `bundle` as container `id` to its end (stdio
+/// passed on, as `cordon run`); its exit status. The container stays
+/// (stopped) for its trail.
+fn run_once(rt: &Runtime, id: &str, bundle: &Path, inherit: Option<Inherited>) -> anyhow::Result<i32> {
+    let mut c = rt.create(&CreateOptions {
+        id: id.to_string(),
+        bundle: bundle.to_path_buf(),
+        inherit,
+        ..Default::default()
+    })?;
+    let signals = foreground::block_signals()?;
+    if let Err(e) = c.start() {
+        let _ = rt.delete(id, true);
+        bail!("start {id:?}: {}", cordon::container::chain(&e));
+    }
+    let pid = c.pid().context("container has no init pid")?;
+    Ok(foreground::wait(pid, &signals)?)
+}
+
+/// The bundle's rootfs on the host.
+fn rootfs_of(bundle: &Path, spec: &serde_json::Value) -> PathBuf {
+    let root = spec["root"]["path"].as_str().unwrap_or("rootfs");
+    bundle.join(root)
+}
+
+/// Whether `dir` (a container path) is a directory when the container
+/// starts: a mount's destination (or above one), or a directory of the
+/// rootfs reached without a symlink.
+fn exists_at_create(rootfs: &Path, spec: &serde_json::Value, dir: &str) -> bool {
+    let mounted = spec["mounts"].as_array().is_some_and(|ms| {
+        ms.iter().filter_map(|m| m["destination"].as_str()).any(|d| {
+            let d = d.trim_end_matches('/');
+            d == dir || d.starts_with(&format!("{dir}/"))
+        })
+    });
+    if mounted {
+        return true;
+    }
+    let Ok(fd) = cordon::sys::open_path_no_symlinks(&rootfs.join(dir.trim_start_matches('/'))) else {
+        return false;
+    };
+    nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd))
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+}
+
+/// What was learned, on stderr: each rule with what it was learned from,
+/// sorted by what it grants beyond use (the directories granted whole
+/// first), and what no rule could take.
+fn report(grants: &[learn::Grant], dests: &[learn::Destination], ungranted: &[String], code: i32) {
+    eprintln!("cordon learn: the job exited {code}; what the policy grants, widest first:");
+    let mut sorted: Vec<&learn::Grant> = grants.iter().collect();
+    sorted.sort_by_key(|g| (g.files, g.dir.matches('/').count()));
+    for g in sorted {
+        let access = if g.write { "allow" } else { "read-only" };
+        if g.files == 0 {
+            eprintln!("  {}/** {access}: a system directory, granted whole", g.dir);
+        } else {
+            eprintln!(
+                "  {}/** {access}: every file below, for {} files used ({} opens or changes)",
+                g.dir, g.files, g.uses
+            );
+        }
+    }
+    for d in dests {
+        let target = d
+            .host
+            .clone()
+            .unwrap_or_else(|| d.addresses.iter().next().map(ToString::to_string).unwrap_or_default());
+        let ports: Vec<String> = d.ports.iter().map(u16::to_string).collect();
+        eprintln!("  {target} ports {}: {} calls", ports.join(","), d.uses);
+    }
+    for p in ungranted {
+        eprintln!("  not granted: {p} (a grant there would cover every file)");
+    }
+}
