@@ -7,7 +7,8 @@
 # (`use` lines and paths written in code alike, `crate::{a, b}` groups
 # too), and `super::` paths that climb out of the top-level module.
 # Test code does not count: a `#[cfg(test)]` module (`mod tests { ... }`,
-# the test doubles) may reach any layer, as tests/ does.
+# the test doubles, a module's tests in its own `tests.rs` or
+# `NAME_tests.rs`) may reach any layer, as tests/ does.
 #
 # The layers, from the ground up (cli/ and main.rs, the binary, stand on
 # top of all of them and are not checked: nothing can import them):
@@ -20,7 +21,8 @@ layers='
 5 container
 '
 cd "$(dirname "$0")/.." || exit 2
-hits=$(find runtime/src -name '*.rs' ! -path 'runtime/src/cli/*' ! -name main.rs ! -name lib.rs | sort |
+hits=$(find runtime/src -name '*.rs' ! -path 'runtime/src/cli/*' ! -name main.rs ! -name lib.rs \
+    ! -name tests.rs ! -name '*_tests.rs' | sort |
     xargs awk -v layers="$layers" '
     BEGIN {
         n = split(layers, rows, "\n")
