@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::bundle_seccomp::{self, BundleFilter};
 use super::executor::CordonExecutor;
 use super::plan::plan_on;
-use super::spawn::{choose_platform, spawn_supervisor, Starting, UtsNames};
+use super::spawn::{choose_platform, spawn_supervisor, Settings, Starting};
 use super::validate::is_bind;
 use super::{io, lib, validate, Error, Meta, Result, Runtime, POLICY_FILE};
 use crate::policy::Policy;
@@ -504,21 +504,16 @@ impl Runtime {
                     .map(|u| u.domainname().to_string_lossy().into_owned())
             })
             .unwrap_or_else(|| "(none)".into());
-        let names = UtsNames {
+        let given = Settings {
             hostname: &hostname,
             domainname: &domainname,
+            platform,
+            fallback,
+            plan,
             ask: &self.config.ask,
         };
         let fixed_policy = dir.join(POLICY_FILE);
-        let starting = spawn_supervisor(
-            id,
-            &dir,
-            &fixed_policy.to_string_lossy(),
-            names,
-            platform,
-            fallback,
-            &plan.describe(),
-        )?;
+        let starting = spawn_supervisor(id, &dir, &fixed_policy.to_string_lossy(), given)?;
         meta.supervisor_pid = Some(starting.pid);
         meta.supervisor_start = crate::sys::process::start_time(starting.pid).ok();
         if let Err(e) = self.save_meta(id, meta) {

@@ -72,10 +72,17 @@ impl Starting {
 }
 
 /// What the supervisor is given besides its policy: the names the
-/// emulated uname reports, the decision program of `ask` rules.
-pub(super) struct UtsNames<'a> {
+/// emulated uname reports, its platform (and why it fell back to it), the
+/// enforcement plan of the path rules, the decision program of `ask`
+/// rules.
+pub(super) struct Settings<'a> {
     pub(super) hostname: &'a str,
     pub(super) domainname: &'a str,
+    pub(super) platform: crate::config::Platform,
+    pub(super) fallback: Option<&'a str>,
+    /// Where each path rule is enforced: whether file syscalls come to the
+    /// supervisor at all, and the line the trail shows.
+    pub(super) plan: &'a crate::policy::levels::Plan,
     /// The runtime config's decision program for `ask` rules.
     pub(super) ask: &'a crate::config::Ask,
 }
@@ -84,15 +91,7 @@ pub(super) struct UtsNames<'a> {
 /// for container `id` on it (fd 4), with a readiness pipe (fd 3), in its
 /// own session with stdio on /dev/null and its log and no other fd; does
 /// not wait for it ([`Starting::wait_ready`]).
-pub(super) fn spawn_supervisor(
-    id: &str,
-    dir: &Path,
-    policy: &str,
-    names: UtsNames<'_>,
-    platform: crate::config::Platform,
-    fallback: Option<&str>,
-    enforcement: &str,
-) -> Result<Starting> {
+pub(super) fn spawn_supervisor(id: &str, dir: &Path, policy: &str, given: Settings<'_>) -> Result<Starting> {
     let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::Io {
         what: "pipe".into(),
         source: e.into(),
@@ -111,14 +110,15 @@ pub(super) fn spawn_supervisor(
         container_id: id.to_string(),
         dir: dir.to_path_buf(),
         policy: policy.to_string(),
-        hostname: names.hostname.to_string(),
+        hostname: given.hostname.to_string(),
         ready_fd: Some(3),
         listen_fd: Some(4),
-        platform: platform.name().to_string(),
-        fallback: fallback.map(str::to_string),
-        enforcement: enforcement.to_string(),
-        ask_socket: names.ask.socket.clone(),
-        ask_timeout_ms: names.ask.timeout_ms,
+        platform: given.platform.name().to_string(),
+        fallback: given.fallback.map(str::to_string),
+        enforcement: given.plan.describe(),
+        kernel_paths: given.plan.all_kernel,
+        ask_socket: given.ask.socket.clone(),
+        ask_timeout_ms: given.ask.timeout_ms,
     };
     let mut cmd = Command::new(exe);
     cmd.arg(crate::supervisor::SuperviseArgs::COMMAND)
@@ -128,7 +128,7 @@ pub(super) fn spawn_supervisor(
         .stderr(log)
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env(crate::config::DOMAINNAME_ENV, names.domainname)
+        .env(crate::config::DOMAINNAME_ENV, given.domainname)
         .envs(timings::env_for_child());
     crate::sys::process::pre_exec_fds_3_4(&mut cmd, ready_w.as_fd(), listener.as_fd())
         .map_err(io("start the supervisor"))?;

@@ -37,6 +37,10 @@ pub struct SuperviseArgs {
     /// Where the path rules are enforced, and why (recorded in the audit trail)
     #[arg(long, default_value = "supervisor")]
     pub enforcement: String,
+    /// Every path rule is enforced by the container's mounts or Landlock:
+    /// file syscalls never come to the supervisor
+    #[arg(long)]
+    pub kernel_paths: bool,
     /// The decision program's socket for `ask` rules
     #[arg(long)]
     pub ask_socket: Option<PathBuf>,
@@ -72,6 +76,9 @@ impl SuperviseArgs {
         if let Some(why) = &self.fallback {
             v.extend(["--fallback".into(), why.into()]);
         }
+        if self.kernel_paths {
+            v.push("--kernel-paths".into());
+        }
         if let Some(socket) = &self.ask_socket {
             v.extend(["--ask-socket".into(), socket.into()]);
         }
@@ -101,6 +108,7 @@ impl SuperviseArgs {
             platform: crate::config::Platform::parse(&self.platform, "--platform")?,
             fallback: self.fallback,
             enforcement: self.enforcement,
+            kernel_paths: self.kernel_paths,
             ask_socket: self.ask_socket,
             ask_timeout_ms: self.ask_timeout_ms,
         })
@@ -135,6 +143,7 @@ mod tests {
             platform: "ptrace".into(),
             fallback: Some("cannot create a seccomp notify listener: EBUSY".into()),
             enforcement: "kernel (12 path rules by the container's mounts)".into(),
+            kernel_paths: true,
             ask_socket: Some("/run/platform/ask.sock".into()),
             ask_timeout_ms: 500,
         };
@@ -149,6 +158,7 @@ mod tests {
             platform: "seccomp-notify".into(),
             fallback: None,
             enforcement: "supervisor".into(),
+            kernel_paths: false,
             ask_socket: None,
             ask_timeout_ms: crate::config::DEFAULT_ASK_TIMEOUT_MS,
         };
@@ -167,6 +177,7 @@ mod tests {
             platform: "kvm".into(),
             fallback: None,
             enforcement: "supervisor".into(),
+            kernel_paths: false,
             ask_socket: None,
             ask_timeout_ms: 1,
         });

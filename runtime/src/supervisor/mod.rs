@@ -94,6 +94,9 @@ pub struct Options {
     /// Where the path rules are enforced (`kernel (...)` or
     /// `supervisor (why)`), for the audit trail.
     pub enforcement: String,
+    /// Whether every path rule is enforced by the container's mounts or
+    /// Landlock, so file syscalls never come here.
+    pub kernel_paths: bool,
     /// The decision program's socket for `ask` rules (the runtime
     /// config's `[ask] socket`), if one is configured.
     pub ask_socket: Option<PathBuf>,
@@ -279,7 +282,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         loads: std::sync::Mutex::new((Instant::now(), [0.0; 3])),
         blocking: std::sync::atomic::AtomicUsize::new(0),
         answering: std::sync::atomic::AtomicUsize::new(0),
-        emulates_files: !opts.enforcement.starts_with("kernel"),
+        emulates_files: !opts.kernel_paths,
         names: dns::Names::default(),
         guards: dns::Guards::new(host_addresses),
     });
