@@ -97,6 +97,44 @@ impl Record {
     }
 }
 
+/// What the supervisor did with a call, or an event of its own: the
+/// trail's `action` field, written as the lower-case name (`allow`,
+/// `deny`, `emulate`, `audit`, `kill`, `ask`, `event`), as trails always
+/// had it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The call ran as asked (by the kernel, or by the supervisor for the
+    /// caller).
+    Allow,
+    /// The policy refused it.
+    Deny,
+    /// The supervisor answered it itself (uname, sysinfo, ...).
+    Emulate,
+    /// Recorded, then run by the kernel.
+    Audit,
+    /// The caller was killed.
+    Kill,
+    /// Held for the decision program (an `ask` rule), answered later.
+    Ask,
+    /// A supervisor event (start, exit, error, policy update).
+    Event,
+}
+
+impl Decision {
+    /// The name the trail shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::Emulate => "emulate",
+            Decision::Audit => "audit",
+            Decision::Kill => "kill",
+            Decision::Ask => "ask",
+            Decision::Event => "event",
+        }
+    }
+}
+
 /// Appends records to the audit file.
 #[derive(Debug)]
 pub struct AuditLog {
@@ -142,15 +180,23 @@ impl AuditLog {
 
     /// Appends one record. Failures are ignored: a full disk must not turn
     /// into a denied syscall, and the decision itself was already taken.
-    pub fn record(&self, pid: i32, syscall: &str, detail: &str, action: &str, result: &str) {
+    pub fn record(&self, pid: i32, syscall: &str, detail: &str, action: Decision, result: &str) {
         self.record_by(pid, syscall, detail, action, result, None);
     }
 
     /// [`Self::record`], naming the policy rule that decided.
-    pub fn record_by(&self, pid: i32, syscall: &str, detail: &str, action: &str, result: &str, rule: Option<&str>) {
+    pub fn record_by(&self, pid: i32, syscall: &str, detail: &str, action: Decision, result: &str, rule: Option<&str>) {
         let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let Some(f) = guard.as_mut() else { return };
-        let line = line(std::time::SystemTime::now(), pid, syscall, detail, action, result, rule);
+        let line = line(
+            std::time::SystemTime::now(),
+            pid,
+            syscall,
+            detail,
+            action.as_str(),
+            result,
+            rule,
+        );
         if f.write_all(&line).is_err() {
             return;
         }
@@ -510,7 +556,7 @@ mod tests {
         let path = dir.join("audit.jsonl");
         let log = AuditLog::open_with_limit(Some(&path), 4096).unwrap();
         for i in 0..1000 {
-            log.record(i, "openat", "/etc/hostname O_RDONLY", "allow", "fd 3");
+            log.record(i, "openat", "/etc/hostname O_RDONLY", Decision::Allow, "fd 3");
         }
         let (cur, old) = (
             std::fs::metadata(&path).unwrap().len(),

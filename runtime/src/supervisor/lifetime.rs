@@ -18,6 +18,7 @@ use std::sync::Arc;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
 use super::Supervisor;
+use crate::supervisor::audit::Decision;
 
 /// Watches `dir` for its removal. Call before the supervisor confines
 /// itself (inotify_init1 and inotify_add_watch are not in its allow list).
@@ -43,7 +44,7 @@ pub(crate) fn exit_when_removed(ino: Inotify, sup: Arc<Supervisor>) -> std::io::
             match ino.read_events() {
                 Ok(events) if events.iter().any(removed) => {
                     sup.audit
-                        .record(0, "supervisor", "state directory removed", "event", "exit");
+                        .record(0, "supervisor", "state directory removed", Decision::Event, "exit");
                     std::process::exit(0);
                 }
                 Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
@@ -57,7 +58,12 @@ pub(crate) fn exit_when_removed(ino: Inotify, sup: Arc<Supervisor>) -> std::io::
 /// Exits the process when the init's connection (the first one) ended
 /// without an attached init: see the module documentation.
 pub(crate) fn init_never_attached(sup: &Supervisor) -> ! {
-    sup.audit
-        .record(0, "supervisor", "the container's init did not attach", "event", "exit");
+    sup.audit.record(
+        0,
+        "supervisor",
+        "the container's init did not attach",
+        Decision::Event,
+        "exit",
+    );
     std::process::exit(0);
 }

@@ -40,6 +40,7 @@ use std::time::Instant;
 use nix::poll::PollTimeout;
 
 use crate::policy::Policy;
+use crate::supervisor::audit::Decision;
 use crate::sys::timings;
 
 /// File name of the supervisor's socket in the container's cordon dir.
@@ -372,7 +373,7 @@ fn record_start(sup: &Supervisor, opts: &Options) {
                 .unwrap_or_default(),
             opts.enforcement
         ),
-        "event",
+        Decision::Event,
         "started",
     );
 }
@@ -442,13 +443,18 @@ fn join_cgroups(sup: &Arc<Supervisor>, init: i32, controllers: Vec<&'static str>
                 });
                 if let Err(e) = r {
                     let what = format!("cannot join the container's {controller} cgroup: {e}");
-                    mover.audit.record(0, "supervisor", &what, "event", "error");
+                    mover.audit.record(0, "supervisor", &what, Decision::Event, "error");
                 }
             }
         });
     if moved.is_err() {
-        sup.audit
-            .record(0, "supervisor", "cannot start the cgroup thread", "event", "error");
+        sup.audit.record(
+            0,
+            "supervisor",
+            "cannot start the cgroup thread",
+            Decision::Event,
+            "error",
+        );
     }
 }
 
@@ -506,7 +512,7 @@ fn attach(
             let seized = crate::sys::ptrace::pidfd_pid(att.pidfd.as_fd()).and_then(|pid| tracer.seize(pid));
             if let Err(e) = seized {
                 sup.audit
-                    .record(0, "supervisor", &format!("seize failed: {e}"), "event", "error");
+                    .record(0, "supervisor", &format!("seize failed: {e}"), Decision::Event, "error");
                 return;
             }
             true
@@ -516,7 +522,7 @@ fn attach(
                 0,
                 "supervisor",
                 "a process asked for the ptrace platform of a seccomp-notify container",
-                "event",
+                Decision::Event,
                 "error",
             );
             return;
@@ -561,7 +567,7 @@ fn attach(
         }
         sup.settle(std::time::Duration::from_secs(1));
         sup.audit
-            .record(0, "supervisor", "container init exited", "event", "exit");
+            .record(0, "supervisor", "container init exited", Decision::Event, "exit");
         std::process::exit(0);
     }
 }
@@ -581,8 +587,13 @@ fn accept_process(sup: &Arc<Supervisor>, stream: &mut UnixStream) -> Option<hand
             None
         }
         Err(e) => {
-            sup.audit
-                .record(0, "supervisor", &format!("attach failed: {e}"), "event", "error");
+            sup.audit.record(
+                0,
+                "supervisor",
+                &format!("attach failed: {e}"),
+                Decision::Event,
+                "error",
+            );
             None
         }
     }
@@ -597,7 +608,7 @@ fn start_resolver(sup: &Arc<Supervisor>, h: dns::Handover, stream: &mut UnixStre
             0,
             "supervisor",
             "unexpected resolver handover refused",
-            "event",
+            Decision::Event,
             "error",
         );
         return;
@@ -613,12 +624,12 @@ fn start_resolver(sup: &Arc<Supervisor>, h: dns::Handover, stream: &mut UnixStre
     );
     match dns::serve(sup, h) {
         Ok(()) => {
-            sup.audit.record(0, "supervisor", &what, "event", "started");
+            sup.audit.record(0, "supervisor", &what, Decision::Event, "started");
             let _ = handshake::ack(stream);
         }
         Err(e) => sup
             .audit
-            .record(0, "supervisor", &format!("{what}: {e}"), "event", "error"),
+            .record(0, "supervisor", &format!("{what}: {e}"), Decision::Event, "error"),
     }
 }
 

@@ -11,6 +11,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::supervisor::audit::Decision;
+
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::platform::{self, Jobs, Platform};
@@ -83,7 +85,7 @@ impl Platform for Notify {
         notif: libc::seccomp_notif,
         name: &'static str,
         job: Job,
-        _action: &'static str,
+        _action: Decision,
         _detail: String,
     ) {
         // Runs on its own thread; the receiver goes back to receiving.

@@ -34,6 +34,7 @@ use super::syscalls::{self, Ctx, Job, Outcome, Reply};
 use super::Supervisor;
 use crate::abi::{table, AUDIT_ARCH_X86_64};
 use crate::policy::Action;
+use crate::supervisor::audit::Decision;
 use crate::sys;
 
 /// The signal that interrupts a blocked handler whose caller is gone. Its
@@ -114,7 +115,7 @@ pub(super) trait Platform {
         notif: libc::seccomp_notif,
         name: &'static str,
         job: Job,
-        action: &'static str,
+        action: Decision,
         detail: String,
     );
 }
@@ -169,17 +170,21 @@ pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
     let policy = ctx.sup.policy();
     let (action, errno) = policy.decide(nr, &notif.data.args);
     match action {
-        Action::Audit => Outcome::new(Reply::Continue, "audit", syscalls::summary(name, notif))
+        Action::Audit => Outcome::new(Reply::Continue, Decision::Audit, syscalls::summary(name, notif))
             .by(Some(policy.explain_syscall(nr, &notif.data.args))),
         Action::Emulate => syscalls::dispatch(ctx, name),
-        Action::Deny => Outcome::new(Reply::Errno(errno), "deny", syscalls::summary(name, notif))
+        Action::Deny => Outcome::new(Reply::Errno(errno), Decision::Deny, syscalls::summary(name, notif))
             .by(Some(policy.explain_syscall(nr, &notif.data.args))),
-        Action::Allow => Outcome::new(Reply::Continue, "allow", syscalls::summary(name, notif)),
+        Action::Allow => Outcome::new(Reply::Continue, Decision::Allow, syscalls::summary(name, notif)),
         Action::Kill => {
             if let Ok(pidfd) = sys::pidfd_open(notif.pid as i32) {
                 let _ = sys::pidfd_send_signal(pidfd.as_fd(), libc::SIGKILL);
             }
-            Outcome::new(Reply::Errno(libc::ENOSYS), "kill", syscalls::summary(name, notif))
+            Outcome::new(
+                Reply::Errno(libc::ENOSYS),
+                Decision::Kill,
+                syscalls::summary(name, notif),
+            )
         }
     }
 }

@@ -66,6 +66,7 @@ use crate::sys::ptrace as pt;
 use crate::sys::ptrace::Stop;
 
 use crate::abi::AUDIT_ARCH_X86_64;
+use crate::supervisor::audit::Decision;
 
 enum Request {
     /// Seize this process and answer on the channel.
@@ -316,7 +317,7 @@ impl Loop {
                 pid,
                 "execve",
                 path.as_deref().unwrap_or("?"),
-                if denied { "deny" } else { "audit" },
+                if denied { Decision::Deny } else { Decision::Audit },
                 if denied { "killed" } else { "exec" },
                 rule.as_deref(),
             );
@@ -495,7 +496,7 @@ impl Platform for Loop {
         notif: libc::seccomp_notif,
         name: &'static str,
         job: Job,
-        action: &'static str,
+        action: Decision,
         detail: String,
     ) {
         let tid = notif.pid as i32;

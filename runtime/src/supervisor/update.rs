@@ -16,17 +16,18 @@ use std::os::unix::net::UnixStream;
 use sha2::Digest;
 
 use super::{handshake, Supervisor};
+use crate::supervisor::audit::Decision;
 
 /// Serves one update request on `stream`: `name` and the policy `text`.
 pub(super) fn serve(sup: &Supervisor, name: &str, text: &str, stream: &mut UnixStream) {
     let refused = match authorised(stream).and_then(|()| replace(sup, name, text)) {
         Ok(line) => {
-            sup.audit.record(0, "supervisor", &line, "event", "policy");
+            sup.audit.record(0, "supervisor", &line, Decision::Event, "policy");
             None
         }
         Err(why) => {
             let line = format!("policy update to {name} refused: {why}");
-            sup.audit.record(0, "supervisor", &line, "event", "error");
+            sup.audit.record(0, "supervisor", &line, Decision::Event, "error");
             Some(why)
         }
     };

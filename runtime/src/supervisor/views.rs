@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use nix::sys::fanotify::{EventFFlags, Fanotify, FanotifyResponse, InitFlags, MarkFlags, MaskFlags, Response};
 
 use super::Supervisor;
+use crate::supervisor::audit::Decision;
 use crate::views::cgroup::{parse_cpu_list, CgroupDirs, Limits};
 use crate::views::{render, View, DYNAMIC};
 
@@ -241,7 +242,7 @@ pub(crate) fn serve(mut views: Views, sup: Arc<Supervisor>) -> io::Result<()> {
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => {
                     sup.audit
-                        .record(0, "supervisor", &format!("views: {e}"), "event", "error");
+                        .record(0, "supervisor", &format!("views: {e}"), Decision::Event, "error");
                     return;
                 }
             };

@@ -67,7 +67,7 @@ impl super::super::Runtime {
     /// `supervisor`, action `event`), as the supervisor records its own.
     pub(super) fn audit_event(&self, id: &str, detail: &str) {
         if let Ok(log) = crate::supervisor::audit::AuditLog::open(Some(&super::super::audit_path(&self.root, id))) {
-            log.record(0, "supervisor", detail, "event", "ok");
+            log.record(0, "supervisor", detail, crate::supervisor::audit::Decision::Event, "ok");
         }
     }
 
@@ -229,7 +229,7 @@ impl super::super::Runtime {
                         0,
                         "supervisor",
                         &format!("restore {name}: failed: {e}"),
-                        "event",
+                        crate::supervisor::audit::Decision::Event,
                         "error",
                     );
                 }

@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 
 use super::Supervisor;
 use crate::policy::NetAction;
+use crate::supervisor::audit::Decision;
 
 /// The address of the supervisor's resolver inside the container's
 /// network namespace (port 53), as its /etc/resolv.conf names it.
@@ -202,7 +203,7 @@ fn worker(sup: &Supervisor, listen: &UdpSocket, ups: &[UdpSocket], nameservers: 
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 sup.audit
-                    .record(0, "dns", &format!("resolver stopped: {e}"), "event", "error");
+                    .record(0, "dns", &format!("resolver stopped: {e}"), Decision::Event, "error");
                 return;
             }
         };
@@ -227,8 +228,13 @@ fn tcp_server(sup: &Supervisor, listener: &TcpListener, ups: &[UdpSocket], names
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
             Err(e) => {
-                sup.audit
-                    .record(0, "dns", &format!("TCP resolver stopped: {e}"), "event", "error");
+                sup.audit.record(
+                    0,
+                    "dns",
+                    &format!("TCP resolver stopped: {e}"),
+                    Decision::Event,
+                    "error",
+                );
                 return;
             }
         };
@@ -316,7 +322,8 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         Ok(q) => q,
         Err(wire::Bad::NoHeader) => return None,
         Err(wire::Bad::Answer(rc)) => {
-            sup.audit.record(0, "dns", "(malformed)", "deny", rcode_name(rc));
+            sup.audit
+                .record(0, "dns", "(malformed)", Decision::Deny, rcode_name(rc));
             return wire::reply_header_only(msg, rc);
         }
     };
@@ -328,19 +335,19 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
     // One policy for the whole answer (a live update swaps it).
     let policy = sup.policy();
     let net = &policy.net;
-    let record = |action: &str, result: &str, rule: Option<usize>| {
+    let record = |action: Decision, result: &str, rule: Option<usize>| {
         let rule = policy.explain_net_rule(rule);
         sup.audit.record_by(0, "dns", &detail, action, result, Some(&rule));
     };
     let (verdict, rule) = net.decide_name(&q.name);
     if verdict == NetAction::Deny {
-        record("deny", "NXDOMAIN", rule);
+        record(Decision::Deny, "NXDOMAIN", rule);
         return Some(wire::reply(&q, wire::NXDOMAIN));
     }
     let wildcard = rule.is_some_and(|i| net.name_cap(i).is_some());
     if let Some(i) = rule.filter(|_| wildcard) {
         if let Err(why) = sup.guards.take_name(net, i, &policy.explain_net_rule(Some(i)), &q.name) {
-            record("deny", &why, rule);
+            record(Decision::Deny, &why, rule);
             return Some(wire::reply(&q, wire::NXDOMAIN));
         }
     }
@@ -351,12 +358,12 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         } else {
             "SERVFAIL (no answer)".to_string()
         };
-        record("allow", &why, rule);
+        record(Decision::Allow, &why, rule);
         return Some(wire::reply(&q, wire::SERVFAIL));
     };
     let chain = wire::chain(&q.name, &resp.records);
     if let Some((name, i)) = guard::refused_in_chain(net, &chain, wildcard) {
-        record("deny", &format!("NXDOMAIN (CNAME {name})"), i);
+        record(Decision::Deny, &format!("NXDOMAIN (CNAME {name})"), i);
         return Some(wire::reply(&q, wire::NXDOMAIN));
     }
     let answered: Vec<(IpAddr, u32)> = resp
@@ -369,7 +376,7 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         .collect();
     let addrs: Vec<IpAddr> = answered.iter().map(|(ip, _)| *ip).collect();
     if let Some(why) = sup.guards.internal(net, &addrs) {
-        record("deny", &why, rule);
+        record(Decision::Deny, &why, rule);
         return Some(wire::reply(&q, wire::NXDOMAIN));
     }
     let dns = &policy.source.dns;
@@ -386,7 +393,7 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
     if resp.truncated {
         result.push_str(" (truncated)");
     }
-    record("allow", &result, rule);
+    record(Decision::Allow, &result, rule);
     Some(wire::with_id(&bytes, q.id))
 }
 

@@ -18,6 +18,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use super::fs::{check_write, object, object_raw};
 use super::path::*;
 use super::{Outcome, Reply, Task};
+use crate::supervisor::audit::Decision;
 use crate::sys;
 use crate::sys::meta::XattrOn;
 
@@ -51,13 +52,17 @@ pub fn meta(ctx: &dyn Task, name: &str) -> Outcome {
     if name == "ioctl" && !SETTING_IOCTLS.contains(&(ctx.arg(1) as u32)) {
         // A policy that sends other ioctls here: the decision read only
         // registers, which the kernel does not read again from memory.
-        return Outcome::new(Reply::Continue, "allow", format!("ioctl {:#x}", ctx.arg(1) as u32));
+        return Outcome::new(
+            Reply::Continue,
+            Decision::Allow,
+            format!("ioctl {:#x}", ctx.arg(1) as u32),
+        );
     }
     let mut detail = String::new();
     match run(ctx, name, &mut detail) {
-        Ok(v) => Outcome::new(Reply::Value(v), "allow", detail),
+        Ok(v) => Outcome::new(Reply::Value(v), Decision::Allow, detail),
         Err(Denied::Policy(p)) => Outcome::path_denied(ctx, p),
-        Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
+        Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), Decision::Allow, detail),
     }
 }
 

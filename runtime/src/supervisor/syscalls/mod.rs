@@ -15,6 +15,7 @@ mod uname;
 
 pub use task::Task;
 
+use crate::supervisor::audit::Decision;
 /// The pure decoders of what handlers copy out of a caller's memory: no
 /// syscalls, so tests and the fuzz targets (`fuzz/`) run them on any bytes.
 /// A C string is [`crate::sys::decode_cstring`].
@@ -109,7 +110,7 @@ pub struct Outcome {
     /// The answer.
     pub reply: Reply,
     /// `allow`, `deny`, `emulate`, `audit`.
-    pub action: &'static str,
+    pub action: Decision,
     /// Argument summary.
     pub detail: String,
     /// Whether to write an audit record.
@@ -121,7 +122,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// An outcome that is recorded.
-    pub fn new(reply: Reply, action: &'static str, detail: String) -> Self {
+    pub fn new(reply: Reply, action: Decision, detail: String) -> Self {
         Self {
             reply,
             action,
@@ -141,7 +142,7 @@ impl Outcome {
     /// the rule.
     pub fn path_denied(t: &(impl Task + ?Sized), path: String) -> Self {
         let rule = t.sup().policy().explain_path(&path);
-        Self::new(Reply::Errno(libc::EACCES), "deny", path).by(rule)
+        Self::new(Reply::Errno(libc::EACCES), Decision::Deny, path).by(rule)
     }
 }
 

@@ -27,6 +27,7 @@ use std::path::Path;
 
 use super::path::*;
 use super::{Ctx, Outcome, Reply, Task};
+use crate::supervisor::audit::Decision;
 use crate::supervisor::creds::Creds;
 use crate::sys;
 
@@ -44,18 +45,18 @@ struct Request {
 pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
     let req = match decode(ctx, name) {
         Ok(r) => r,
-        Err(e) => return Outcome::new(Reply::Errno(e), "emulate", format!("{name}: bad arguments")),
+        Err(e) => return Outcome::new(Reply::Errno(e), Decision::Emulate, format!("{name}: bad arguments")),
     };
     if !ctx.still_valid() {
-        return Outcome::new(Reply::Errno(libc::EINTR), "emulate", "caller gone".into());
+        return Outcome::new(Reply::Errno(libc::EINTR), Decision::Emulate, "caller gone".into());
     }
     let detail = format!("{} {}", String::from_utf8_lossy(&req.path), flags_str(req.flags));
     match perform(ctx, &req, false) {
         Ok(Done::Fd(fd)) => {
             let cloexec = req.flags & libc::O_CLOEXEC as u64 != 0;
-            Outcome::new(Reply::Fd { fd, cloexec }, "allow", detail)
+            Outcome::new(Reply::Fd { fd, cloexec }, Decision::Allow, detail)
         }
-        Ok(Done::Continue) => Outcome::new(Reply::Continue, "allow", detail),
+        Ok(Done::Continue) => Outcome::new(Reply::Continue, Decision::Allow, detail),
         Ok(Done::MayBlock) => {
             let req2 = req.clone();
             let job = Box::new(move |ctx: &Ctx<'_>| {
@@ -63,26 +64,26 @@ pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
                 match perform(ctx, &req2, true) {
                     Ok(Done::Fd(fd)) => {
                         let cloexec = req2.flags & libc::O_CLOEXEC as u64 != 0;
-                        Outcome::new(Reply::Fd { fd, cloexec }, "allow", detail)
+                        Outcome::new(Reply::Fd { fd, cloexec }, Decision::Allow, detail)
                     }
-                    Ok(Done::MayBlock) => Outcome::new(Reply::Errno(libc::EAGAIN), "allow", detail),
-                    Ok(Done::Continue) => Outcome::new(Reply::Continue, "allow", detail),
+                    Ok(Done::MayBlock) => Outcome::new(Reply::Errno(libc::EAGAIN), Decision::Allow, detail),
+                    Ok(Done::Continue) => Outcome::new(Reply::Continue, Decision::Allow, detail),
                     Err(Denied::Policy(p)) => Outcome::path_denied(ctx, p),
-                    Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
+                    Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), Decision::Allow, detail),
                 }
             });
-            Outcome::new(Reply::Blocking(job), "allow", String::new())
+            Outcome::new(Reply::Blocking(job), Decision::Allow, String::new())
         }
         Err(Denied::Policy(p)) => {
             let rule = ctx.sup().policy().explain_path(&p);
             Outcome::new(
                 Reply::Errno(libc::EACCES),
-                "deny",
+                Decision::Deny,
                 format!("{p} {}", flags_str(req.flags)),
             )
             .by(rule)
         }
-        Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), "allow", detail),
+        Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), Decision::Allow, detail),
     }
 }
 

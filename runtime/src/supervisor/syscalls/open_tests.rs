@@ -63,7 +63,7 @@ fn answer(t: &Fake, name: &str) -> (String, &'static str) {
         Reply::Value(v) => format!("value {v}"),
         Reply::Blocking(_) => "blocking".into(),
     };
-    (got, out.action)
+    (got, out.action.as_str())
 }
 
 /// openat(dirfd, path, flags, 0o644) by `t`.

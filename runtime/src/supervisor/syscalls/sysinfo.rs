@@ -7,13 +7,14 @@
 //! so `free`, which reads both, agrees with itself.
 
 use super::{Outcome, Reply, Task};
+use crate::supervisor::audit::Decision;
 use crate::sys;
 use crate::views::cgroup::Limits;
 
 /// Emulated sysinfo: host values, narrowed to the container's view.
 pub fn sysinfo(t: &(impl Task + ?Sized)) -> Outcome {
     let Ok(mut si) = sys::sysinfo() else {
-        return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", String::new());
+        return Outcome::new(Reply::Errno(libc::EFAULT), Decision::Emulate, String::new());
     };
     let host = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let dirs = t.cgroups();
@@ -41,7 +42,7 @@ pub fn sysinfo(t: &(impl Task + ?Sized)) -> Outcome {
         Ok(()) => Reply::Value(0),
         Err(_) => Reply::Errno(libc::EFAULT),
     };
-    Outcome::new(reply, "emulate", detail)
+    Outcome::new(reply, Decision::Emulate, detail)
 }
 
 #[cfg(test)]

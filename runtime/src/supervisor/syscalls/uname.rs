@@ -7,6 +7,7 @@
 //! `/proc/sys/kernel/osrelease` show.
 
 use super::{Outcome, Reply, Task};
+use crate::supervisor::audit::Decision;
 use crate::sys;
 
 fn fill(field: &mut [libc::c_char; 65], s: &str) {
@@ -36,7 +37,7 @@ pub fn uname(t: &(impl Task + ?Sized)) -> Outcome {
         Ok(()) => Reply::Value(0),
         Err(_) => Reply::Errno(libc::EFAULT),
     };
-    Outcome::new(reply, "emulate", format!("release {release}"))
+    Outcome::new(reply, Decision::Emulate, format!("release {release}"))
 }
 
 /// The nodename and domain name in the UTS namespace of thread `pid`:
@@ -117,7 +118,7 @@ mod tests {
         t.uts = Some(("web-1".into(), "example.org".into()));
         let (out, mem) = call(&t);
         assert!(matches!(out.reply, Reply::Value(0)));
-        assert_eq!(out.action, "emulate");
+        assert_eq!(out.action.as_str(), "emulate");
         assert_eq!(out.detail, "release 6.1.0-virtual");
         assert_eq!(field(&mem, 0), "Linux");
         assert_eq!(field(&mem, 65), "web-1");

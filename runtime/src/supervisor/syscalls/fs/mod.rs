@@ -24,6 +24,7 @@ mod unlink;
 
 use super::path::*;
 use super::{Outcome, Reply, Task};
+use crate::supervisor::audit::Decision;
 use crate::supervisor::creds::Creds;
 
 /// Handles one notification of the families above (the file syscalls of
@@ -35,7 +36,7 @@ pub fn fs(ctx: &dyn Task, name: &str) -> Outcome {
         Err(Denied::Policy(p)) => return Outcome::path_denied(ctx, p),
         Err(Denied::Errno(e)) => Reply::Errno(e),
     };
-    Outcome::new(reply, "allow", detail)
+    Outcome::new(reply, Decision::Allow, detail)
 }
 
 pub(super) fn path_arg(ctx: &dyn Task, i: usize) -> Result<Vec<u8>, Denied> {
@@ -357,7 +358,7 @@ mod tests {
             Reply::Errno(e) => Err(e),
             _ => panic!("{name} {path}: another reply"),
         };
-        (r, out.action)
+        (r, out.action.as_str())
     }
 
     #[test]

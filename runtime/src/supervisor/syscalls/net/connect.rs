@@ -7,7 +7,7 @@ use super::*;
 pub fn connect(ctx: &dyn Task) -> Outcome {
     let addr = match Addr::read(ctx, ctx.arg(1), ctx.arg(2)) {
         Ok(a) => a,
-        Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "connect: bad address".into()),
+        Err(e) => return Outcome::new(Reply::Errno(e), Decision::Emulate, "connect: bad address".into()),
     };
     let (detail, verdict) = check(ctx, &addr, false);
     if let Some(out) = ask_first(&verdict, &detail, connect) {
@@ -33,10 +33,10 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
     };
     if blocking {
         let (d2, by2) = (detail.clone(), by.clone());
-        let job = Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2));
-        return Outcome::new(Reply::Blocking(job), "allow", detail).by(by);
+        let job = Box::new(move |_: &Ctx<'_>| Outcome::new(run(), Decision::Allow, d2).by(by2));
+        return Outcome::new(Reply::Blocking(job), Decision::Allow, detail).by(by);
     }
-    Outcome::new(run(), "allow", detail).by(by)
+    Outcome::new(run(), Decision::Allow, detail).by(by)
 }
 
 /// bind(fd, addr, len). Every bind comes here (BPF cannot see the
@@ -64,42 +64,42 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
 pub fn bind(ctx: &dyn Task) -> Outcome {
     let addr = match Addr::read(ctx, ctx.arg(1), ctx.arg(2)) {
         Ok(a) => a,
-        Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "bind: bad address".into()),
+        Err(e) => return Outcome::new(Reply::Errno(e), Decision::Emulate, "bind: bad address".into()),
     };
     let detail = addr.describe();
     let out = |e, action| Outcome::new(Reply::Errno(e), action, detail.clone());
     if !ctx.still_valid() {
-        return out(libc::EINTR, "emulate");
+        return out(libc::EINTR, Decision::Emulate);
     }
     let Ok(caller) = ctx.caller() else {
-        return out(libc::ESRCH, "allow");
+        return out(libc::ESRCH, Decision::Allow);
     };
     let sock = match socket_copy(ctx, ctx.arg(0) as i32) {
         Ok(s) => s,
-        Err(e) => return out(e, "allow"),
+        Err(e) => return out(e, Decision::Allow),
     };
     let creds = &caller.creds;
     let Some(path) = addr.unix_path() else {
         return Outcome::new(
             as_caller_identity(creds, || do_bind(&sock, addr.bytes())),
-            "allow",
+            Decision::Allow,
             detail,
         );
     };
     let cwd = match super::super::path::dir_copy(ctx, libc::AT_FDCWD) {
         Ok(c) => c,
-        Err(_) => return out(libc::ESRCH, "allow"),
+        Err(_) => return out(libc::ESRCH, Decision::Allow),
     };
     // Our own fd table, opened before the chroot: its readlinks name our
     // fds from the thread's root, the caller's.
     let fds = match std::fs::File::open("/proc/thread-self/fd") {
         Ok(f) => f,
-        Err(_) => return out(libc::EIO, "allow"),
+        Err(_) => return out(libc::EIO, Decision::Allow),
     };
     let paths = &ctx.sup().policy().paths;
     let (parent, name) = super::super::path::split_parent(path);
     let (Ok(parent), Ok(name)) = (CString::new(parent), CString::new(name)) else {
-        return out(libc::EINVAL, "allow");
+        return out(libc::EINVAL, Decision::Allow);
     };
     let r = in_fs_of(&caller.root, &cwd, creds.umask, || {
         creds::with_identity(creds, || -> Result<Reply, Denied> {
@@ -154,10 +154,10 @@ pub fn bind(ctx: &dyn Task) -> Outcome {
         })
     });
     match r {
-        Ok(Ok(Ok(reply))) => Outcome::new(reply, "allow", detail),
+        Ok(Ok(Ok(reply))) => Outcome::new(reply, Decision::Allow, detail),
         Ok(Ok(Err(Denied::Policy(p)))) => Outcome::path_denied(ctx, p),
-        Ok(Ok(Err(Denied::Errno(e)))) => out(e, "allow"),
-        _ => out(libc::EPERM, "allow"),
+        Ok(Ok(Err(Denied::Errno(e)))) => out(e, Decision::Allow),
+        _ => out(libc::EPERM, Decision::Allow),
     }
 }
 

@@ -29,6 +29,7 @@ pub use send::{cmsgs, gather, sendmmsg, sendmsg, sendto, Cmsg, IoVec, MsgHdr};
 use super::path::Denied;
 use super::{Ctx, Outcome, Reply, Task};
 use crate::policy::NetAction;
+use crate::supervisor::audit::Decision;
 use crate::supervisor::creds::{self, Creds};
 use crate::sys;
 
@@ -279,7 +280,7 @@ fn ask_first(
             _ => out,
         }
     });
-    Some(Outcome::new(Reply::Blocking(job), "ask", detail.to_string()))
+    Some(Outcome::new(Reply::Blocking(job), Decision::Ask, detail.to_string()))
 }
 
 /// The verdict on an address that is no IP destination. unix addresses
@@ -430,17 +431,17 @@ fn prepare(
 ) -> Result<Prepared, Outcome> {
     let out = |e, action| Outcome::new(Reply::Errno(e), action, detail.to_string());
     if !ctx.still_valid() {
-        return Err(out(libc::EINTR, "emulate"));
+        return Err(out(libc::EINTR, Decision::Emulate));
     }
     // A question not asked (a handler that missed `ask_first`) refuses.
-    verdict.map_err(|(e, rule)| out(if e == ASK_FIRST { libc::EPERM } else { e }, "deny").by(Some(rule)))?;
-    let creds = ctx.creds().map_err(|_| out(libc::ESRCH, "allow"))?;
-    let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, "allow"))?;
+    verdict.map_err(|(e, rule)| out(if e == ASK_FIRST { libc::EPERM } else { e }, Decision::Deny).by(Some(rule)))?;
+    let creds = ctx.creds().map_err(|_| out(libc::ESRCH, Decision::Allow))?;
+    let sock = socket_copy(ctx, ctx.arg(0) as i32).map_err(|e| out(e, Decision::Allow))?;
     let (addr, dir) = match unix_in_root(ctx, addr, &creds) {
         Ok(Some((b, d))) => (b, Some(d)),
         Ok(None) => (addr.bytes.clone(), None),
         Err(Denied::Policy(p)) => return Err(Outcome::path_denied(ctx, p)),
-        Err(Denied::Errno(e)) => return Err(out(e, "allow")),
+        Err(Denied::Errno(e)) => return Err(out(e, Decision::Allow)),
     };
     Ok(Prepared { sock, addr, dir, creds })
 }

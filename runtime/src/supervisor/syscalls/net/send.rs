@@ -8,12 +8,12 @@ use super::*;
 pub fn sendto(ctx: &dyn Task) -> Outcome {
     let addr = match Addr::read(ctx, ctx.arg(4), ctx.arg(5)) {
         Ok(a) => a,
-        Err(e) => return Outcome::new(Reply::Errno(e), "emulate", "sendto: bad address".into()),
+        Err(e) => return Outcome::new(Reply::Errno(e), Decision::Emulate, "sendto: bad address".into()),
     };
     let len = (ctx.arg(2) as usize).min(MAX_PAYLOAD);
     let mut data = vec![0u8; len];
     if len > 0 && ctx.read_mem(ctx.arg(1), &mut data).map(|n| n != len).unwrap_or(true) {
-        return Outcome::new(Reply::Errno(libc::EFAULT), "emulate", addr.describe());
+        return Outcome::new(Reply::Errno(libc::EFAULT), Decision::Emulate, addr.describe());
     }
     let (shown, verdict) = check(ctx, &addr, true);
     let by = verdict.clone().ok().flatten();
@@ -31,7 +31,7 @@ pub fn sendto(ctx: &dyn Task) -> Outcome {
         Err(out) => return out,
     };
     if let Err(e) = audit_netlink_allowed(ctx, &sock, &data) {
-        return Outcome::new(Reply::Errno(e), "deny", detail);
+        return Outcome::new(Reply::Errno(e), Decision::Deny, detail);
     }
     let flags = ctx.arg(3) as i32;
     let run = move || {
@@ -49,13 +49,15 @@ pub fn sendto(ctx: &dyn Task) -> Outcome {
     if flags & libc::MSG_DONTWAIT == 0 {
         let (d2, by2) = (detail.clone(), by.clone());
         return Outcome::new(
-            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2))),
-            "allow",
+            Reply::Blocking(Box::new(move |_: &Ctx<'_>| {
+                Outcome::new(run(), Decision::Allow, d2).by(by2)
+            })),
+            Decision::Allow,
             detail,
         )
         .by(by);
     }
-    Outcome::new(run(), "allow", detail).by(by)
+    Outcome::new(run(), Decision::Allow, detail).by(by)
 }
 
 /// `struct msghdr` as the caller laid it out (x86-64: 56 bytes).
@@ -212,7 +214,7 @@ pub fn cmsgs(control: &[u8]) -> impl Iterator<Item = Result<Cmsg, i32>> + '_ {
 pub fn sendmsg(ctx: &dyn Task) -> Outcome {
     match sendmsg_inner(ctx) {
         Ok(o) => o,
-        Err(e) => Outcome::new(Reply::Errno(e), "emulate", "sendmsg: bad arguments".into()),
+        Err(e) => Outcome::new(Reply::Errno(e), Decision::Emulate, "sendmsg: bad arguments".into()),
     }
 }
 
@@ -293,14 +295,14 @@ impl Ready {
 /// SCM_CREDENTIALS checked as the kernel checks the caller's, a unix path
 /// resolved in the caller's root. `Err` is the answer for this message.
 fn make_ready(ctx: &dyn Task, msg: Copied, sock: &OwnedFd, creds: &Creds, detail: &str) -> Result<Ready, Outcome> {
-    let errno = |e| Outcome::new(Reply::Errno(e), "emulate", detail.to_string());
+    let errno = |e| Outcome::new(Reply::Errno(e), Decision::Emulate, detail.to_string());
     let Copied {
         addr,
         data,
         mut control,
     } = msg;
     if let Err(e) = audit_netlink_allowed(ctx, sock, &data) {
-        return Err(Outcome::new(Reply::Errno(e), "deny", detail.to_string()));
+        return Err(Outcome::new(Reply::Errno(e), Decision::Deny, detail.to_string()));
     }
     let mut held: Vec<OwnedFd> = Vec::new();
     let msgs: Vec<Result<Cmsg, i32>> = cmsgs(&control).collect();
@@ -320,17 +322,20 @@ fn make_ready(ctx: &dyn Task, msg: Copied, sock: &OwnedFd, creds: &Creds, detail
     for c in msgs {
         let c = c.map_err(errno)?;
         if let Some(name) = routing_cmsg(&c).filter(|_| read_by_kernel(&c)) {
-            return Err(
-                Outcome::new(Reply::Errno(libc::EPERM), "deny", format!("{detail} cmsg {name}")).by(Some(format!(
-                    "net: the control message {name} routes the packet past the address the rules decide"
-                ))),
-            );
+            return Err(Outcome::new(
+                Reply::Errno(libc::EPERM),
+                Decision::Deny,
+                format!("{detail} cmsg {name}"),
+            )
+            .by(Some(format!(
+                "net: the control message {name} routes the packet past the address the rules decide"
+            ))));
         }
         if c.level == libc::SOL_SOCKET && c.kind == libc::SCM_CREDENTIALS {
             if let Err(e) = own_credentials(ctx, creds, &mut control[c.data.clone()]) {
                 return Err(Outcome::new(
                     Reply::Errno(e),
-                    "deny",
+                    Decision::Deny,
                     format!("{detail} SCM_CREDENTIALS not the caller's"),
                 ));
             }
@@ -370,10 +375,10 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     }
     let by = verdict.clone().ok().flatten();
     if !ctx.still_valid() {
-        return Ok(Outcome::new(Reply::Errno(libc::EINTR), "emulate", detail));
+        return Ok(Outcome::new(Reply::Errno(libc::EINTR), Decision::Emulate, detail));
     }
     if let Err((e, rule)) = verdict {
-        return Ok(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
+        return Ok(Outcome::new(Reply::Errno(e), Decision::Deny, detail).by(Some(rule)));
     }
     let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
@@ -387,13 +392,15 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     if blocking {
         let (d2, by2) = (detail.clone(), by.clone());
         return Ok(Outcome::new(
-            Reply::Blocking(Box::new(move |_: &Ctx<'_>| Outcome::new(run(), "allow", d2).by(by2))),
-            "allow",
+            Reply::Blocking(Box::new(move |_: &Ctx<'_>| {
+                Outcome::new(run(), Decision::Allow, d2).by(by2)
+            })),
+            Decision::Allow,
             detail,
         )
         .by(by));
     }
-    Ok(Outcome::new(run(), "allow", detail).by(by))
+    Ok(Outcome::new(run(), Decision::Allow, detail).by(by))
 }
 
 /// Most messages one sendmmsg(2) sends (UIO_MAXIOV): a larger `vlen` is
@@ -424,7 +431,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
     let setup = caller_socket(ctx);
     let (creds, sock) = match setup {
         Ok(s) => s,
-        Err(e) => return Outcome::new(Reply::Errno(e), "allow", "sendmmsg".into()),
+        Err(e) => return Outcome::new(Reply::Errno(e), Decision::Allow, "sendmmsg".into()),
     };
     for i in 0..vlen {
         let at = base.wrapping_add(i * MMSGHDR);
@@ -433,7 +440,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
             Err(e) => {
                 stop = Some(Outcome::new(
                     Reply::Errno(e),
-                    "emulate",
+                    Decision::Emulate,
                     format!("message {i}: bad arguments"),
                 ));
                 break;
@@ -445,7 +452,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         }
         match verdict {
             Err((e, rule)) => {
-                stop = Some(Outcome::new(Reply::Errno(e), "deny", detail).by(Some(rule)));
+                stop = Some(Outcome::new(Reply::Errno(e), Decision::Deny, detail).by(Some(rule)));
                 break;
             }
             Ok(rule) => by = by.or(rule),
@@ -460,7 +467,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         details.push(detail);
     }
     if !ctx.still_valid() {
-        return Outcome::new(Reply::Errno(libc::EINTR), "emulate", details.join(", "));
+        return Outcome::new(Reply::Errno(libc::EINTR), Decision::Emulate, details.join(", "));
     }
     let mut detail = format!("{} of {vlen} messages: {}", batch.len(), details.join(", "));
     let (action, rule) = match &stop {
@@ -468,7 +475,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
             detail = format!("{detail}; stopped at {}", o.detail);
             (o.action, o.rule.clone())
         }
-        None => ("allow", by),
+        None => (Decision::Allow, by),
     };
     if batch.is_empty() {
         let reply = stop.map(|o| o.reply).unwrap_or(Reply::Value(0));

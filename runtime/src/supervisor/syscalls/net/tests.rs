@@ -151,12 +151,12 @@ fn unix_connects_and_sends_decide_on_the_socket_file_reached() {
         t.args = [3, Fake::BASE, len, 0, 0, 0];
         let out = connect(&t);
         assert!(matches!(out.reply, Reply::Errno(libc::EACCES)), "connect {path}");
-        assert_eq!((out.action, out.detail.as_str()), ("deny", "/secret/app.sock"));
+        assert_eq!((out.action.as_str(), out.detail.as_str()), ("deny", "/secret/app.sock"));
         // sendto(fd, buf, 0, flags, addr, len)
         t.args = [3, Fake::BASE, 0, 0, Fake::BASE, len];
         let out = sendto(&t);
         assert!(matches!(out.reply, Reply::Errno(libc::EACCES)), "sendto {path}");
-        assert_eq!(out.action, "deny");
+        assert_eq!(out.action.as_str(), "deny");
     }
     // (An allowed connect goes on with the caller's identity, which
     // needs root: the integration suites check it.) A socket fd the
