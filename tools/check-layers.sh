@@ -13,7 +13,7 @@
 # The layers, from the ground up (cli/ and main.rs, the binary, stand on
 # top of all of them and are not checked: nothing can import them):
 layers='
-0 sys abi errno cgroupv1
+0 sys abi errno cgroupv1 layout
 1 policy
 2 config views
 3 annotations filter

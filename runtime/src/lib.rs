@@ -11,6 +11,7 @@ pub mod config;
 pub mod container;
 pub mod errno;
 pub mod filter;
+pub mod layout;
 pub mod policy;
 pub mod supervisor;
 pub mod sys;

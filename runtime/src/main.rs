@@ -62,7 +62,9 @@ fn main() {
         // sealed memfd copy where overlayfs is unavailable.
         // The sealed copy times its own exec from here.
         cordon::sys::timings::set_mark();
-        if let Err(e) = cordon::sys::exeseal::ensure_sealed(&cli.root.join(".cordon").join("@lower")) {
+        if let Err(e) = cordon::sys::exeseal::ensure_sealed(
+            &cordon::layout::cordon_root(&cli.root).join(cordon::layout::SEALED_BINARY),
+        ) {
             eprintln!("cordon: seal the runtime binary: {e}");
             std::process::exit(1);
         }

@@ -221,7 +221,7 @@ impl Runtime {
         }
         if let Some(base) = &opts.reuse_layer {
             // A restore continues the container's audit trail.
-            let _ = std::fs::rename(base.join("audit.jsonl"), super::audit_path(&self.root, &opts.id));
+            let _ = std::fs::rename(base.join(crate::layout::AUDIT), super::audit_path(&self.root, &opts.id));
         }
         if !overlay {
             return Ok(None);
@@ -613,7 +613,7 @@ impl Runtime {
             mounts.push(m);
             spec.set_mounts(Some(mounts));
         }
-        let shadow = self.cordon_dir(id).join("bundle");
+        let shadow = self.cordon_dir(id).join(crate::layout::SHADOW_BUNDLE);
         std::fs::create_dir_all(&shadow).map_err(io("create shadow bundle"))?;
         spec.save(shadow.join("config.json")).map_err(Error::WriteShadow)?;
         Ok(shadow)

@@ -2,12 +2,8 @@
 //! start, state, kill, delete, exec and the runc extras, on libcontainer.
 //! cordon adds, per container, a supervisor and the policy's seccomp filter.
 //!
-//! Layout under the root (default `/run/cordon`):
-//! ```text
-//! <root>/<id>/                 libcontainer's state (state.json, notify socket)
-//! <root>/.cordon/<id>/         cordon's own: meta.json, supervisor.sock,
-//!                              supervisor.log, audit.jsonl, bundle/ (shadow)
-//! ```
+//! The state root's layout (libcontainer's `<root>/<id>/`, cordon's own
+//! `<root>/.cordon/<id>/`) is [`crate::layout`]'s.
 
 pub mod bundle_seccomp;
 mod create;
@@ -47,11 +43,8 @@ pub const BINARY_ENV: &str = "CORDON_BINARY";
 
 /// Default state root, as runc's is /run/runc.
 pub const DEFAULT_ROOT: &str = "/run/cordon";
-const CORDON_DIR: &str = ".cordon";
-const META: &str = "meta.json";
-/// The policy a container was created with, in its cordon dir (TOML, as
-/// `policy show` prints it): what its supervisor and every `exec` load.
-pub const POLICY_FILE: &str = "policy.toml";
+use crate::layout::META;
+pub use crate::layout::POLICY_FILE;
 
 /// What cordon records about a container beside libcontainer's state.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -694,12 +687,12 @@ fn run_poststop_hooks(c: &Container, hooks: &[oci_spec::runtime::Hook]) {
 
 /// cordon's own directory for container `id` under state root `root`.
 pub fn cordon_dir(root: &Path, id: &str) -> PathBuf {
-    root.join(CORDON_DIR).join(id)
+    crate::layout::container_dir(root, id)
 }
 
 /// The audit trail of container `id` under state root `root`.
 pub fn audit_path(root: &Path, id: &str) -> PathBuf {
-    cordon_dir(root, id).join(crate::supervisor::AUDIT)
+    crate::layout::audit_path(root, id)
 }
 
 /// Checks that the caller passed every fd `--preserve-fds n` names: fds 3

@@ -100,7 +100,7 @@ pub(super) fn spawn_supervisor(id: &str, dir: &Path, policy: &str, given: Settin
         id: id.to_string(),
         reason: e.into(),
     })?;
-    let log_path = dir.join("supervisor.log");
+    let log_path = dir.join(crate::layout::SUPERVISOR_LOG);
     let log = std::fs::File::create(&log_path).map_err(io("create supervisor.log"))?;
     let exe = match std::env::var_os(super::BINARY_ENV) {
         Some(p) => PathBuf::from(p),

@@ -44,7 +44,7 @@ pub fn id(id: &str) -> Result<(), ValidateError> {
         && id != ".."
         // `<root>/.cordon` holds every container's supervisor state: an id
         // naming it would let `delete --force` remove it.
-        && !id.starts_with(".cordon")
+        && !id.starts_with(crate::layout::CORDON_DIR)
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+-.".contains(&b));
     if ok {
         Ok(())

@@ -359,7 +359,7 @@ impl Retention {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .open(self.dir.join(".prune"))?;
+            .open(self.dir.join(crate::layout::PRUNE_STAMP))?;
         let mut f = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, e)| std::io::Error::from(e))?;
         let mut text = String::new();

@@ -43,10 +43,7 @@ use crate::policy::Policy;
 use crate::supervisor::audit::Decision;
 use crate::sys::timings;
 
-/// File name of the supervisor's socket in the container's cordon dir.
-pub const SOCKET: &str = "supervisor.sock";
-/// File name of the audit trail in the container's cordon dir.
-pub const AUDIT: &str = "audit.jsonl";
+pub use crate::layout::{AUDIT, SOCKET};
 
 /// Errors that stop the supervisor from starting.
 #[derive(Debug, thiserror::Error)]

@@ -34,8 +34,7 @@ use crate::policy::model::{Identity, Views};
 /// `/proc/sys/kernel/version`).
 pub const VERSION: &str = "#1 SMP PREEMPT_DYNAMIC cordon";
 
-/// The name of the views' directory in a container's cordon state dir.
-pub const DIR: &str = "views";
+pub use crate::layout::VIEWS as DIR;
 
 /// One view: a file of the views directory mounted over a path inside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,7 +199,7 @@ fn write_read_only(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// `create`'s path. Without a `cache_dir` it probes.
 fn fanotify_works_cached(cache_dir: Option<&Path>) -> bool {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let mark = cache_dir.map(|d| d.join("@fanotify"));
+    let mark = cache_dir.map(|d| d.join(crate::layout::FANOTIFY_PROBE));
     if let Some(mark) = &mark {
         if !boot.is_empty() && std::fs::read_to_string(mark).is_ok_and(|b| b == boot) {
             return true;

@@ -166,7 +166,9 @@ impl super::super::Runtime {
         let meta = self.meta(id);
         let configs = [
             meta.bundle.join("config.json"),
-            self.cordon_dir(id).join("bundle/config.json"),
+            self.cordon_dir(id)
+                .join(crate::layout::SHADOW_BUNDLE)
+                .join("config.json"),
         ];
         let mut out = std::collections::BTreeSet::new();
         for spec in configs.iter().filter_map(|c| oci_spec::runtime::Spec::load(c).ok()) {
@@ -205,7 +207,7 @@ impl super::super::Runtime {
             .ok()
             .map(|text| (meta.policy.clone(), text));
         self.audit_event(id, &format!("restore {name}: stopping the container"));
-        let trail = layer.base.join("audit.jsonl");
+        let trail = layer.base.join(crate::layout::AUDIT);
         let _ = std::fs::rename(super::super::audit_path(&self.root, id), &trail);
         self.delete_with(id, true, super::super::Keep::Layer)?;
         layer.rebuild(id, name, &lower)?;
