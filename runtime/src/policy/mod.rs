@@ -328,7 +328,7 @@ impl Policy {
     /// chroot, pivot_root and setns are refused outright, and so is every
     /// mount call ([`table::Disposition::Mount`]) (so a private mount namespace from unshare(CLONE_NEWNS)
     /// stays an exact copy). The supervisor then keeps each caller's root
-    /// between calls (supervisor/task.rs).
+    /// between calls (supervisor/callers.rs).
     pub fn pins_root(&self) -> bool {
         ["chroot", "pivot_root", "setns"]
             .into_iter()
@@ -339,7 +339,7 @@ impl Policy {
     /// Whether no process under this policy can enter another user
     /// namespace: setns and clone3 are refused outright, unshare and clone
     /// whenever CLONE_NEWUSER is set. The supervisor then checks each
-    /// caller's user namespace once (supervisor/task.rs).
+    /// caller's user namespace once (supervisor/callers.rs).
     pub fn pins_user_namespace(&self) -> bool {
         let newuser = libc::CLONE_NEWUSER as u64;
         self.always_refuses("setns")

@@ -24,7 +24,7 @@ mod notify;
 mod platform;
 mod ptrace;
 pub mod syscalls;
-pub mod task;
+pub mod callers;
 pub mod update;
 pub(crate) mod views;
 mod watchdog;
@@ -244,7 +244,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     let timing = timings::step("supervisor: watchdog, watches, confinement");
     let ptrace = opts.platform == crate::config::Platform::Ptrace;
     prepare_process(ptrace)?;
-    task::pin(policy.pins_user_namespace(), policy.pins_root());
+    callers::pin(policy.pins_user_namespace(), policy.pins_root());
     let watchdog = watchdog::spawn(&opts.id).map_err(io_err("start watchdog"))?;
     let dir_watch = lifetime::watch_removal(&opts.dir).map_err(io_err("watch the state directory"))?;
     let identity = identity(&policy.views());

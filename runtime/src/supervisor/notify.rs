@@ -15,7 +15,7 @@ use crate::supervisor::audit::Decision;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::platform::{self, Jobs, Platform};
+use super::platform::{self, Backend, Jobs};
 use super::syscalls::{self, Ctx, Job, Reply};
 use super::Supervisor;
 use crate::sys;
@@ -41,7 +41,7 @@ impl Notify {
     }
 }
 
-impl Platform for Notify {
+impl Backend for Notify {
     /// A notification is answered by its id alone.
     type Stop = ();
 
@@ -109,11 +109,11 @@ impl Platform for Notify {
 pub fn serve(sup: &Arc<Supervisor>, listener: &Arc<OwnedFd>) {
     platform::install_cancel_handler();
     // However this returns, the callers of this listener are gone: drop
-    // what the supervisor kept about them (supervisor/task.rs).
-    struct Sweep(super::task::Owner);
+    // what the supervisor kept about them (supervisor/callers.rs).
+    struct Sweep(super::callers::Owner);
     impl Drop for Sweep {
         fn drop(&mut self) {
-            super::task::sweep(self.0);
+            super::callers::sweep(self.0);
         }
     }
     let _sweep = Sweep(syscalls::owner(Some(listener.as_fd())));

@@ -2,7 +2,7 @@
 //! handlers that may block (run on their own thread, cancelled when their
 //! caller goes away), the answer and its audit record.
 //!
-//! A platform ([`Platform`]) is how calls reach the supervisor and how they
+//! A platform ([`Backend`]) is how calls reach the supervisor and how they
 //! are answered: seccomp-notify ([`super::notify`]: a listener per filter,
 //! answered with ioctls) or ptrace ([`super::ptrace`]: the caller stopped
 //! at a seccomp stop, answered by rewriting its registers). Each keeps its
@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! receive loop -> handle -> decide (policy, handler) -> answer -> audit record
-//!                              \-> blocking job -> spawn_job -> Platform::defer's delivery -> answer
+//!                              \-> blocking job -> spawn_job -> Backend::defer's delivery -> answer
 //! ```
 //!
 //! A handler that may block (a blocking connect, an open of a FIFO) runs
@@ -84,9 +84,10 @@ impl Jobs {
     }
 }
 
-/// How calls are answered on one platform. Its receive loop hands each
+/// A platform's backend: how calls are answered on it (the platform a
+/// container runs on is [`crate::config::Platform`]). Its receive loop hands each
 /// call to [`handle`].
-pub(super) trait Platform {
+pub(super) trait Backend {
     /// What the platform keeps of a waiting call besides its notification
     /// to answer it (ptrace: the caller's registers at its seccomp stop).
     type Stop;
@@ -102,7 +103,7 @@ pub(super) trait Platform {
     /// trail records (`continue`, a value, an errno name, `fd N`).
     fn reply(&self, stop: &Self::Stop, notif: &libc::seccomp_notif, reply: Reply) -> io::Result<String>;
 
-    /// Whether `e`, from [`Platform::reply`], means the caller is gone.
+    /// Whether `e`, from [`Backend::reply`], means the caller is gone.
     fn gone(&self, e: &io::Error) -> bool;
 
     /// Runs blocking `job` for the call `notif` on its own thread (with
@@ -121,8 +122,8 @@ pub(super) trait Platform {
 }
 
 /// Decides the call in `notif`, answers it and records the decision; a
-/// handler that may block goes to [`Platform::defer`].
-pub(super) fn handle<P: Platform>(p: &mut P, stop: P::Stop, notif: libc::seccomp_notif) {
+/// handler that may block goes to [`Backend::defer`].
+pub(super) fn handle<P: Backend>(p: &mut P, stop: P::Stop, notif: libc::seccomp_notif) {
     let nr = notif.data.nr as u32;
     let name = table::name(nr).unwrap_or("unknown");
     if notif.data.arch != AUDIT_ARCH_X86_64 {
@@ -191,7 +192,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
 
 /// Sends `out`'s answer to the caller of `notif` and records the decision
 /// (unless `out` is not to be recorded).
-pub(super) fn answer<P: Platform + ?Sized>(
+pub(super) fn answer<P: Backend + ?Sized>(
     p: &P,
     stop: &P::Stop,
     notif: &libc::seccomp_notif,

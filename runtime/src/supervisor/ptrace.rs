@@ -58,7 +58,7 @@ use std::sync::Arc;
 
 use nix::sys::signal::{SigSet, Signal};
 
-use super::platform::{self, Jobs, Platform};
+use super::platform::{self, Backend, Jobs};
 use super::syscalls::{Ctx, Job, Outcome, Reply};
 use super::Supervisor;
 use crate::sys;
@@ -272,7 +272,7 @@ impl Loop {
 
     /// Thread `tid` is gone: forget it, and interrupt its blocking handler.
     fn gone_tid(&mut self, tid: i32) {
-        super::task::forget(tid);
+        super::callers::forget(tid);
         if self.pending.remove(&tid) {
             self.jobs.cancel(|t| t == tid as u64);
         }
@@ -456,7 +456,7 @@ impl Loop {
     }
 }
 
-impl Platform for Loop {
+impl Backend for Loop {
     /// The caller's registers at its seccomp stop (the caller is
     /// `notif.pid`).
     type Stop = Box<libc::user_regs_struct>;

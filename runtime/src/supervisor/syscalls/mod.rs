@@ -46,10 +46,10 @@ pub struct Ctx<'a> {
     pub notif: &'a libc::seccomp_notif,
 }
 
-/// The [`crate::supervisor::task::Owner`] of calls from `listener`: its fd
+/// The [`crate::supervisor::callers::Owner`] of calls from `listener`: its fd
 /// number plus one (the listener stays open for as long as its entries
 /// are kept), or 0 without one.
-pub fn owner(listener: Option<BorrowedFd<'_>>) -> crate::supervisor::task::Owner {
+pub fn owner(listener: Option<BorrowedFd<'_>>) -> crate::supervisor::callers::Owner {
     use std::os::fd::AsRawFd;
     listener.map(|l| l.as_raw_fd() as u64 + 1).unwrap_or(0)
 }
@@ -61,12 +61,12 @@ impl Ctx<'_> {
     }
     /// The caller's credentials, through the supervisor's kept entries.
     pub fn creds(&self) -> std::io::Result<crate::supervisor::creds::Creds> {
-        crate::supervisor::task::creds(self.pid(), owner(self.listener))
+        crate::supervisor::callers::creds(self.pid(), owner(self.listener))
     }
     /// The caller's credentials and root, through the supervisor's kept
     /// entries.
-    pub fn caller(&self) -> std::io::Result<crate::supervisor::task::Caller> {
-        crate::supervisor::task::caller(self.pid(), owner(self.listener))
+    pub fn caller(&self) -> std::io::Result<crate::supervisor::callers::Caller> {
+        crate::supervisor::callers::caller(self.pid(), owner(self.listener))
     }
     /// Raw argument register `i`.
     pub fn arg(&self, i: usize) -> u64 {

@@ -270,7 +270,7 @@ enum Done {
 }
 
 fn perform(ctx: &dyn Task, req: &Request, may_block: bool) -> Result<Done, Denied> {
-    let crate::supervisor::task::Caller { creds, root } = ctx.caller().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let crate::supervisor::callers::Caller { creds, root } = ctx.caller().map_err(|_| Denied::Errno(libc::ESRCH))?;
     let root: &Root = &root;
     let policy = &ctx.sup().policy().paths;
 

@@ -332,7 +332,7 @@ pub fn split_parent(path: &[u8]) -> (&[u8], &[u8]) {
 }
 
 /// The caller's root directory (`/proc/<tid>/root`), opened anew; see
-/// [`crate::supervisor::task::caller`] for the kept one.
+/// [`crate::supervisor::callers::caller`] for the kept one.
 pub fn root_of(t: &dyn Task) -> Result<Root, Denied> {
     t.root().map_err(|_| Denied::Errno(libc::ESRCH))
 }

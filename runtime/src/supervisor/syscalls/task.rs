@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use super::path::Root;
 use super::Ctx;
 use crate::supervisor::creds::Creds;
-use crate::supervisor::task::Caller;
+use crate::supervisor::callers::Caller;
 use crate::supervisor::Supervisor;
 use crate::sys;
 use crate::views::cgroup::CgroupDirs;
@@ -166,7 +166,7 @@ pub(crate) mod fake {
 
     use super::{Root, Task};
     use crate::supervisor::creds::Creds;
-    use crate::supervisor::task::Caller;
+    use crate::supervisor::callers::Caller;
     use crate::supervisor::{dns, Supervisor};
 
     /// See the module.
