@@ -279,6 +279,21 @@ fn diff_leaves_out_the_mount_points_of_volumes() {
     w.delete_and_check(&id);
 }
 
+/// A name the container chose cannot forge lines of `cordon diff`: its
+/// control characters are printed escaped.
+#[test]
+fn diff_prints_the_containers_names_escaped() {
+    let w = World::busybox();
+    let id = unique("diff-esc");
+    w.run_detached(&id, &["--overlay"]);
+    w.sh(&id, r#"touch "$(printf '/x\nD etc')" "$(printf '/e\033[2K')""#);
+    let text = ok(&w.cordon(&["diff", &id]));
+    assert_eq!(text, "A /e\\x1b[2K\nA /x\\nD etc\n");
+    let json: Value = serde_json::from_str(&ok(&w.cordon(&["diff", &id, "--format", "json"]))).unwrap();
+    assert_eq!(json[1]["path"], "/x\nD etc", "JSON keeps the name, escaped by JSON");
+    w.delete_and_check(&id);
+}
+
 /// `cordon audit --follow` goes on across a restore (the trail is the
 /// same, the container's state is gone for a moment) and ends when the
 /// restored container's init exits; each JSON record names the container.

@@ -32,10 +32,13 @@ fn answer_for(typed: &str) -> Option<&'static str> {
 
 /// One line describing a question (its JSON, as the supervisor sent it).
 fn describe(question: &str) -> String {
+    // Every field comes from the container (its command line, the names
+    // it looked up): control characters are shown escaped, never sent to
+    // the terminal.
     let Ok(q) = serde_json::from_str::<serde_json::Value>(question) else {
-        return question.trim().to_string();
+        return super::policy::escaped(question.trim()).into_owned();
     };
-    let s = |k: &str| q[k].as_str().unwrap_or("").to_string();
+    let s = |k: &str| super::policy::escaped(q[k].as_str().unwrap_or("")).into_owned();
     let dest = match q["host"].as_str() {
         Some(h) => format!("{h} ({}):{}", s("address"), q["port"]),
         None => format!("{}:{}", s("address"), q["port"]),

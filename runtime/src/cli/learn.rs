@@ -9,6 +9,8 @@ use cordon::container::{foreground, CreateOptions, Inherited, Runtime};
 use cordon::policy::learn::{self, Observed};
 use cordon::policy::Enforcement;
 
+use super::policy::escaped as esc;
+
 /// `learn` arguments.
 #[derive(clap::Args, Debug)]
 pub struct LearnArgs {
@@ -50,6 +52,14 @@ pub fn learn(rt: &mut Runtime, a: LearnArgs) -> anyhow::Result<i32> {
 }
 
 fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work: &Path) -> anyhow::Result<i32> {
+    // Before the run: where the policy goes must take it.
+    let parent = match a.output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() || a.output.is_dir() {
+        bail!("-o {}: not a file in an existing directory", a.output.display());
+    }
     let (bundle, spec) = bundle_copy(&a.bundle, work, &a.args)?;
     let observing = work.join("observing.toml");
     std::fs::write(&observing, observing_policy(from, &spec)?).context("write the observing policy")?;
@@ -78,6 +88,12 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
         .context("the learned policy does not load (a bug: please report it with the trail)")?;
     std::fs::write(&a.output, &text).with_context(|| format!("write {}", a.output.display()))?;
     report(&grants, &dests, &ungranted, code);
+    if obs.ambiguous > 0 {
+        eprintln!(
+            "cordon learn: {} renames or links named paths holding \" -> \" and were left out (--verify shows what that costs)",
+            obs.ambiguous
+        );
+    }
     if !a.verify {
         return Ok(code);
     }
@@ -89,10 +105,10 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
     for r in &denied {
         eprintln!(
             "cordon learn: verify: {} {} -> {} (by {})",
-            r.syscall,
-            r.detail,
-            r.result,
-            r.rule.as_deref().unwrap_or("?")
+            esc(&r.syscall),
+            esc(&r.detail),
+            esc(&r.result),
+            esc(r.rule.as_deref().unwrap_or("?"))
         );
     }
     if again != code || !denied.is_empty() {
@@ -243,11 +259,13 @@ fn report(grants: &[learn::Grant], dests: &[learn::Destination], ungranted: &[St
     for g in sorted {
         let access = if g.write { "allow" } else { "read-only" };
         if g.files == 0 {
-            eprintln!("  {}/** {access}: a system directory, granted whole", g.dir);
+            eprintln!("  {}/** {access}: a system directory, granted whole", esc(&g.dir));
         } else {
             eprintln!(
                 "  {}/** {access}: every file below, for {} files used ({} opens or changes)",
-                g.dir, g.files, g.uses
+                esc(&g.dir),
+                g.files,
+                g.uses
             );
         }
     }
@@ -257,9 +275,9 @@ fn report(grants: &[learn::Grant], dests: &[learn::Destination], ungranted: &[St
             .clone()
             .unwrap_or_else(|| d.addresses.iter().next().map(ToString::to_string).unwrap_or_default());
         let ports: Vec<String> = d.ports.iter().map(u16::to_string).collect();
-        eprintln!("  {target} ports {}: {} calls", ports.join(","), d.uses);
+        eprintln!("  {} ports {}: {} calls", esc(&target), ports.join(","), d.uses);
     }
     for p in ungranted {
-        eprintln!("  not granted: {p} (a grant there would cover every file)");
+        eprintln!("  not granted: {} (a grant there would cover every file)", esc(p));
     }
 }

@@ -191,7 +191,7 @@ fn rule_message(root: &Path, id: &str, rule: Option<&str>) -> Option<String> {
 /// written as `\n`, `\t` and `\xNN` and backslashes doubled: a record's
 /// fields come from the container (paths, addresses), which must not be
 /// able to forge lines or drive the terminal.
-fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(|c| c.is_control() || c == '\\') {
         return text.into();
     }

@@ -188,18 +188,25 @@ pub fn checkpoints(rt: &Runtime, a: CheckpointsArgs) -> anyhow::Result<i32> {
 
 pub fn diff(rt: &Runtime, a: DiffArgs) -> anyhow::Result<i32> {
     let changes = rt.diff(&a.container_id, a.name.as_deref(), a.content)?;
+    // Paths and contents are the container's: control characters are
+    // shown escaped (in JSON too, where serde leaves DEL and C1 raw).
     if a.format == "json" {
-        println!("{}", serde_json::to_string_pretty(&changes)?);
+        let json = serde_json::to_string_pretty(&changes)?;
+        println!("{}", cordon::supervisor::audit::escape_c1(&json));
         return Ok(0);
     }
+    let esc = super::policy::escaped;
     for c in changes {
-        println!("{} {}", c.kind, c.path);
+        println!("{} {}", c.kind, esc(&c.path));
         let Some(content) = c.content else { continue };
         let sha = |s: Option<String>| s.unwrap_or_else(|| "-".into());
         println!("  sha256 {} -> {}", sha(content.old_sha256), sha(content.new_sha256));
+        if let Some(note) = content.note {
+            println!("  {}", esc(&note));
+        }
         if let Some(d) = content.diff {
             for line in d.lines() {
-                println!("  {line}");
+                println!("  {}", esc(line));
             }
         }
     }

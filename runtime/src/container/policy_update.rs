@@ -67,7 +67,13 @@ impl Runtime {
     fn keep_updated(&self, id: &str, file: &str, next: &Path, fixed: &Path) -> Result<()> {
         std::fs::rename(next, fixed).map_err(super::io(format!("replace {}", fixed.display())))?;
         let mut meta = self.meta(id);
-        meta.policy = file.to_string();
+        // A file by its absolute path (a built-in by its name), as create
+        // records it.
+        let builtin = crate::policy::BUILTIN.iter().any(|(n, _)| *n == file);
+        meta.policy = match std::fs::canonicalize(file) {
+            Ok(p) if !builtin => p.to_string_lossy().into_owned(),
+            _ => file.to_string(),
+        };
         self.save_meta(id, &meta)
     }
 }

@@ -30,19 +30,14 @@ use std::net::IpAddr;
 /// Directories granted read-only whole when they exist (see the module).
 pub const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc"];
 
-/// Syscalls whose records name a file the job changed (its first path,
-/// and a rename's or link's second).
+/// Syscalls whose records name one file the job changed: the record's
+/// whole detail.
 const CHANGES: &[&str] = &[
     "mkdir",
     "mkdirat",
     "rmdir",
     "unlink",
     "unlinkat",
-    "rename",
-    "renameat",
-    "renameat2",
-    "link",
-    "linkat",
     "symlink",
     "symlinkat",
     "mknod",
@@ -62,8 +57,10 @@ const CHANGES: &[&str] = &[
     "lsetxattr",
     "removexattr",
     "lremovexattr",
-    "bind",
 ];
+
+/// Syscalls whose records name two paths, `OLD -> NEW`.
+const TWO_PATHS: &[&str] = &["rename", "renameat", "renameat2", "link", "linkat"];
 
 /// What a run did, as the trail recorded it.
 #[derive(Debug, Default, Clone)]
@@ -72,6 +69,8 @@ pub struct Observed {
     files: BTreeMap<String, (u64, u64)>,
     /// Per destination (name, address, port): how many calls.
     destinations: BTreeMap<(Option<String>, IpAddr, u16), u64>,
+    /// Records left out because their paths could not be told apart.
+    pub ambiguous: u64,
 }
 
 impl Observed {
@@ -104,10 +103,21 @@ impl Observed {
                 path.to_string()
             };
             self.file(&path, write);
-        } else if CHANGES.contains(&syscall) {
-            for p in detail.split_whitespace().filter(|w| w.starts_with('/')) {
-                self.file(p, true);
+        } else if TWO_PATHS.contains(&syscall) {
+            // `OLD -> NEW`; a name holding ` -> ` itself makes the record
+            // ambiguous: it is left out (the policy can only be narrower,
+            // and `--verify` shows what that costs).
+            let mut parts = detail.split(" -> ");
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(old), Some(new), None) => {
+                    self.file(old, true);
+                    self.file(new, true);
+                }
+                _ => self.ambiguous += 1,
             }
+        } else if CHANGES.contains(&syscall) {
+            // The record's detail is the one path, spaces and all.
+            self.file(detail, true);
         }
     }
 
@@ -332,6 +342,9 @@ mod tests {
             ("mkdir", "/tmp/build", "allow"),
             ("openat", "/root/.netrc O_RDONLY", "deny"),
             ("openat", "/ O_RDONLY|O_DIRECTORY", "allow"),
+            // A name with spaces and what looks like other paths.
+            ("mkdir", "/tmp/a /etc/evil", "allow"),
+            ("rename", "/tmp/x -> /etc/y -> /root/z", "allow"),
         ] {
             o.add(s, d, a, None);
         }
@@ -373,6 +386,10 @@ mod tests {
             "/work/venv does not exist at create: the grant goes up to /work; /root was denied"
         );
         assert_eq!(ungranted, ["/"]);
+        assert!(
+            !g.iter().any(|g| g.write && g.dir == "/etc"),
+            "no write grant from a name with spaces"
+        );
         let exists = |d: &str| ["/usr", "/work", "/work/venv", "/work/src"].contains(&d);
         let (g, _) = grants(&observed(), 2, exists);
         let shown: Vec<(&str, bool)> = g.iter().map(|g| (g.dir.as_str(), g.write)).collect();

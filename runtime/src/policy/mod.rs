@@ -22,7 +22,7 @@ use std::path::Path;
 
 pub use levels::Enforcement;
 pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
-pub use net::{family_name, is_internal, NetPolicy};
+pub use net::{embedded_v4, family_name, is_internal, NetPolicy};
 pub use path::{is_write_open, PathPolicy};
 
 use crate::abi::table;
@@ -199,6 +199,13 @@ impl Policy {
         let path = Path::new(name_or_path);
         if !path.exists() {
             return Err(PolicyError::NotFound(name_or_path.to_string()));
+        }
+        if !path.is_file() {
+            // A FIFO or a device would block or never end.
+            return Err(PolicyError::Read {
+                path: name_or_path.to_string(),
+                source: std::io::Error::other("not a regular file"),
+            });
         }
         let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
             path: name_or_path.to_string(),

@@ -18,12 +18,32 @@ enum Target {
     Family(i32),
 }
 
+/// The IPv4 address an IPv6 address carries, in any of the forms that
+/// reach an IPv4 host through a translator or tunnel: IPv4-mapped
+/// (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, not `::` or `::1`),
+/// NAT64 (`64:ff9b::a.b.c.d`), SIIT (`::ffff:0:a.b.c.d`) and 6to4
+/// (`2002:AABB:CCDD::/48`).
+pub fn embedded_v4(a: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let o = a.octets();
+    let tail = || std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if let Some(v4) = a.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let compatible = o[..12] == [0; 12] && o[12..] != [0, 0, 0, 0] && o[12..] != [0, 0, 0, 1];
+    let nat64 = o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0];
+    let siit = o[..8] == [0; 8] && o[8..12] == [0xff, 0xff, 0, 0];
+    if compatible || nat64 || siit {
+        return Some(tail());
+    }
+    (o[..2] == [0x20, 0x02]).then(|| std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5]))
+}
+
 /// Whether `addr` is internal, which a name's answer may not bind unless
 /// a `cidr` rule allows it ([`NetPolicy::cidr_allows`]): unspecified,
 /// loopback, link-local (the cloud metadata service among them), private
-/// (RFC 1918, IPv6 ULA fc00::/7), shared (CGNAT 100.64.0.0/10) or
-/// benchmarking/this-network ranges, in IPv4 or IPv4-mapped/compatible
-/// or NAT64 form.
+/// (RFC 1918, IPv6 ULA fc00::/7), shared (CGNAT 100.64.0.0/10),
+/// benchmarking (198.18.0.0/15), this-network or broadcast, in IPv4 or
+/// any form an IPv6 address carries one in ([`embedded_v4`]).
 pub fn is_internal(addr: IpAddr) -> bool {
     let v4 = |a: std::net::Ipv4Addr| {
         let o = a.octets();
@@ -33,22 +53,18 @@ pub fn is_internal(addr: IpAddr) -> bool {
             || a.is_private()
             || o[0] == 0
             || (o[0] == 100 && (64..128).contains(&o[1]))
+            || (o[0] == 198 && (o[1] & 0xfe) == 18)
             || a.is_broadcast()
     };
     match addr {
         IpAddr::V4(a) => v4(a),
         IpAddr::V6(a) => {
             let o = a.octets();
-            let embedded = a.to_ipv4_mapped().or_else(|| {
-                let compatible = o[..12] == [0; 12];
-                let nat64 = o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0];
-                (compatible || nat64).then(|| std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]))
-            });
             a.is_unspecified()
                 || a.is_loopback()
                 || (o[0] & 0xfe) == 0xfc
                 || (o[0] == 0xfe && (o[1] & 0xc0) == 0x80)
-                || embedded.is_some_and(v4)
+                || embedded_v4(a).is_some_and(v4)
         }
     }
 }
@@ -267,15 +283,11 @@ impl NetPolicy {
                 if let Some(v4) = v6.to_ipv4_mapped() {
                     return one(IpAddr::V4(v4));
                 }
-                // Other ways an IPv6 address carries an IPv4 one (IPv4-
-                // compatible ::a.b.c.d, NAT64 64:ff9b::/96): denied if
-                // either reading is.
-                let o = v6.octets();
-                // :: and ::1 are no IPv4-compatible addresses (RFC 4291
-                // 2.5.5.1): ::1 is the loopback, which a cidr rule names.
-                let compatible = o[..12] == [0; 12] && o[12..] != [0, 0, 0, 0] && o[12..] != [0, 0, 0, 1];
-                let embedded = (compatible || o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0])
-                    .then(|| IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])));
+                // Other ways an IPv6 address carries an IPv4 one
+                // (IPv4-compatible, NAT64, SIIT, 6to4: [`embedded_v4`]):
+                // the stricter reading decides. (:: and ::1 are no
+                // IPv4-compatible addresses, RFC 4291 2.5.5.1.)
+                let embedded = embedded_v4(v6).map(IpAddr::V4);
                 // The stricter reading decides: deny, then ask.
                 match (one(addr), embedded.map(one)) {
                     (d @ (NetAction::Deny, _, _), _) | (_, Some(d @ (NetAction::Deny, _, _))) => d,

@@ -75,6 +75,10 @@ pub struct Question {
     pub port: u16,
     /// The rule, as the trail names it (`net[3] example.com`).
     pub rule: String,
+    /// The rule whole (target, ports, action), as remembered answers are
+    /// kept under it: a rule a policy update changes is asked again.
+    #[serde(skip)]
+    pub rule_key: String,
 }
 
 impl Question {
@@ -82,7 +86,7 @@ impl Question {
     /// destination (by name when it has one).
     fn key(&self) -> String {
         let dest = self.host.as_deref().unwrap_or(&self.address);
-        format!("{}\u{0}{dest}\u{0}{}", self.rule, self.port)
+        format!("{}\u{0}{dest}\u{0}{}", self.rule_key, self.port)
     }
 }
 
@@ -152,28 +156,58 @@ impl Asker {
         }
     }
 
-    /// One question and its answer line over a new connection. The wait
-    /// is a poll(2) with the timeout (the supervisor's own filter has no
-    /// setsockopt for SO_RCVTIMEO); the line is short enough for the
-    /// socket's buffer, so the write does not wait.
-    fn exchange(&self, socket: &PathBuf, q: &Question) -> Result<Reply, String> {
-        let mut stream = UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    /// One question and its answer line over a new connection, all within
+    /// the timeout: the socket is non-blocking, so neither a program that
+    /// does not accept (its backlog full) nor one that does not read holds
+    /// the caller longer, and each wait is a poll(2) that the handler's
+    /// cancellation interrupts (the supervisor's own filter has no
+    /// setsockopt for SO_RCVTIMEO).
+    fn exchange(&self, socket: &std::path::Path, q: &Question) -> Result<Reply, String> {
+        use nix::sys::socket::{connect, socket as new_socket, AddressFamily, SockFlag, SockType, UnixAddr};
+        use std::os::fd::AsRawFd;
+        let deadline = std::time::Instant::now() + self.timeout;
+        let timeout = || format!("timeout {} ms", self.timeout.as_millis());
+        let fd = new_socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+        let addr = UnixAddr::new(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+        match connect(fd.as_raw_fd(), &addr) {
+            Ok(()) => {}
+            Err(nix::errno::Errno::EAGAIN) => {
+                return Err(format!("{}: the program takes no more questions", socket.display()))
+            }
+            Err(e) => return Err(format!("{}: {e}", socket.display())),
+        }
+        let mut stream = UnixStream::from(fd);
         let mut line = serde_json::to_string(q).map_err(|e| e.to_string())?;
         line.push('\n');
-        stream.write_all(line.as_bytes()).map_err(|e| e.to_string())?;
-        let deadline = std::time::Instant::now() + self.timeout;
+        let mut sent = 0;
+        while sent < line.len() {
+            match stream.write(&line.as_bytes()[sent..]) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if !ready(&stream, nix::poll::PollFlags::POLLOUT, deadline)? {
+                        return Err(timeout());
+                    }
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         let mut answer = Vec::new();
         let mut buf = [0u8; 512];
         while !answer.contains(&b'\n') {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let ms = u16::try_from(left.as_millis()).unwrap_or(u16::MAX);
-            if ms == 0 || !readable(&stream, ms)? {
-                if std::time::Instant::now() >= deadline {
-                    return Err(format!("timeout {} ms", self.timeout.as_millis()));
-                }
-                continue;
+            if !ready(&stream, nix::poll::PollFlags::POLLIN, deadline)? {
+                return Err(timeout());
             }
-            let n = std::io::Read::read(&mut stream, &mut buf).map_err(|e| e.to_string())?;
+            let n = match std::io::Read::read(&mut stream, &mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e.to_string()),
+            };
             if n == 0 {
                 return Err("the program closed the connection".into());
             }
@@ -216,22 +250,33 @@ impl Asker {
     }
 }
 
-/// Whether `stream` has data (or its end) within `ms` milliseconds.
-fn readable(stream: &UnixStream, ms: u16) -> Result<bool, String> {
+/// Whether `stream` is ready for `events` before `deadline` (false: the
+/// deadline passed). An interrupted wait is an error: the handler is
+/// being cancelled, its caller gone (platform.rs).
+fn ready(stream: &UnixStream, events: nix::poll::PollFlags, deadline: std::time::Instant) -> Result<bool, String> {
     use std::os::fd::AsFd;
-    let mut pfd = [nix::poll::PollFd::new(stream.as_fd(), nix::poll::PollFlags::POLLIN)];
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    if left.is_zero() {
+        return Ok(false);
+    }
+    let ms = u16::try_from(left.as_millis().max(1)).unwrap_or(u16::MAX);
+    let mut pfd = [nix::poll::PollFd::new(stream.as_fd(), events)];
     match nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(ms)) {
-        Ok(n) => Ok(n > 0),
-        // The handler was interrupted: its caller is gone (platform.rs).
+        Ok(0) => Ok(std::time::Instant::now() < deadline && ready(stream, events, deadline)?),
+        Ok(_) => Ok(true),
         Err(nix::errno::Errno::EINTR) => Err("interrupted: the caller is gone".into()),
         Err(e) => Err(e.to_string()),
     }
 }
 
-/// The command line of host pid `pid`, arguments joined by spaces (empty
-/// when it is gone).
+/// The longest command line a question carries (bytes); longer ones are
+/// cut, marked with `...`.
+pub const MAX_COMMAND: usize = 1024;
+
+/// The command line of host pid `pid`, arguments joined by spaces, at
+/// most [`MAX_COMMAND`] bytes (empty when it is gone).
 pub fn command_of(pid: i32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
+    let mut line = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| {
             b.split(|&c| c == 0)
                 .filter(|a| !a.is_empty())
@@ -239,5 +284,14 @@ pub fn command_of(pid: i32) -> String {
                 .collect::<Vec<_>>()
                 .join(" ")
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if line.len() > MAX_COMMAND {
+        let mut cut = MAX_COMMAND;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        line.truncate(cut);
+        line.push_str("...");
+    }
+    line
 }

@@ -133,17 +133,21 @@ pub enum Incoming {
 const MAX_POLICY: usize = 4 << 20;
 
 /// Client side of a live policy update, run by `cordon policy update`:
-/// sends `U`, then a length-prefixed (u32, native endian) `NAME\nTOML`,
-/// and reads the answer: `K` (in force), or `N` followed by a
-/// length-prefixed line saying why not. `Ok(Err(why))` is a refusal.
+/// sends `U`, then the policy's name and its TOML text, each
+/// length-prefixed (u32, native endian; neither may frame the other), and
+/// reads the answer: `K` (in force), or `N` followed by a length-prefixed
+/// line saying why not. `Ok(Err(why))` is a refusal.
 pub fn send_update(sock: &mut UnixStream, name: &str, text: &str) -> io::Result<Result<(), String>> {
-    let body = format!("{name}\n{text}");
-    if body.len() > MAX_POLICY {
-        return Ok(Err(format!("the policy is longer than {MAX_POLICY} bytes")));
+    if text.len() > MAX_POLICY || name.len() > 4096 {
+        return Ok(Err(format!(
+            "the policy is longer than {MAX_POLICY} bytes, or its name than 4096"
+        )));
     }
     sock.write_all(b"U")?;
-    sock.write_all(&(body.len() as u32).to_ne_bytes())?;
-    sock.write_all(body.as_bytes())?;
+    for field in [name, text] {
+        sock.write_all(&(field.len() as u32).to_ne_bytes())?;
+        sock.write_all(field.as_bytes())?;
+    }
     let mut ack = [0u8; 1];
     sock.read_exact(&mut ack)?;
     match ack[0] {
@@ -182,11 +186,9 @@ fn read_line(sock: &mut UnixStream, max: usize) -> io::Result<String> {
 
 /// Reads the rest of an update after its tag (see [`send_update`]).
 fn accept_update(sock: &mut UnixStream) -> io::Result<Incoming> {
-    let body = read_line(sock, MAX_POLICY)?;
-    let (name, text) = body
-        .split_once('\n')
-        .ok_or_else(|| io::Error::other("policy update: no name line"))?;
-    Ok(Incoming::Update(name.to_string(), text.to_string()))
+    let name = read_line(sock, 4096)?;
+    let text = read_line(sock, MAX_POLICY)?;
+    Ok(Incoming::Update(name, text))
 }
 
 /// Client side of the resolver handover, run by `create`: sends `h` (tag

@@ -30,15 +30,24 @@ pub struct Content {
     /// [`MAX_TEXT`] bytes; a missing side counts as empty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// Why a side has no digest although it is a file (larger than
+    /// [`MAX_DIGEST`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Largest file (bytes) `diff --content` shows a unified diff of.
 pub const MAX_TEXT: u64 = 1 << 20;
 
-/// One side of a file: its digest, and its text when it is text of at
-/// most [`MAX_TEXT`] bytes.
+/// Largest file (bytes) `diff --content` reads for its digest: a
+/// container could otherwise make a diff hash a sparse file of any size.
+pub const MAX_DIGEST: u64 = 256 << 20;
+
+/// One side of a file: its size, its digest (not above [`MAX_DIGEST`]),
+/// and its text when it is text of at most [`MAX_TEXT`] bytes.
 struct Side {
-    sha256: String,
+    size: u64,
+    sha256: Option<String>,
     text: Option<String>,
 }
 
@@ -69,6 +78,14 @@ fn read_side(layers: &[PathBuf], rel: &str) -> Option<Side> {
         if kind != libc::S_IFREG {
             return None;
         }
+        let size = st.st_size as u64;
+        if size > MAX_DIGEST {
+            return Some(Side {
+                size,
+                sha256: None,
+                text: None,
+            });
+        }
         let proc = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
         let mut f = std::fs::File::open(proc).ok()?;
         let mut hash = sha2::Sha256::new();
@@ -87,8 +104,8 @@ fn read_side(layers: &[PathBuf], rel: &str) -> Option<Side> {
         let text = (kept.len() as u64 <= MAX_TEXT && !kept.contains(&0))
             .then(|| String::from_utf8(kept).ok())
             .flatten();
-        let sha256 = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        return Some(Side { sha256, text });
+        let sha256 = Some(hash.finalize().iter().map(|b| format!("{b:02x}")).collect());
+        return Some(Side { size, sha256, text });
     }
     None
 }
@@ -116,10 +133,22 @@ pub(super) fn content(before: &[PathBuf], now: &[PathBuf], kind: char, path: &st
         ),
         _ => None,
     };
+    let large: Vec<String> = [&old, &new]
+        .iter()
+        .filter_map(|s| s.as_ref().filter(|s| s.sha256.is_none()).map(|s| s.size.to_string()))
+        .collect();
+    let note = (!large.is_empty()).then(|| {
+        format!(
+            "not hashed: {} bytes (over {} MiB)",
+            large.join(" and "),
+            MAX_DIGEST >> 20
+        )
+    });
     Some(Content {
-        old_sha256: old.map(|s| s.sha256),
-        new_sha256: new.map(|s| s.sha256),
+        old_sha256: old.and_then(|s| s.sha256),
+        new_sha256: new.and_then(|s| s.sha256),
         diff,
+        note,
     })
 }
 
@@ -263,6 +292,19 @@ mod tests {
             c.diff.as_deref(),
             Some("--- a/etc/passwd\n+++ b/etc/passwd\n@@ -1 +0,0 @@\n-root:x:0:0\n")
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_past_the_digest_limit_is_noted_not_read() {
+        let dir = std::env::temp_dir().join(format!("cordon-diff-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = std::fs::File::create(dir.join("big")).unwrap();
+        f.set_len(MAX_DIGEST + 1).unwrap(); // sparse
+        let c = content(&[], std::slice::from_ref(&dir), 'A', "/big").expect("a file");
+        assert_eq!(c.new_sha256, None);
+        assert_eq!(c.diff, None);
+        assert_eq!(c.note.as_deref(), Some("not hashed: 268435457 bytes (over 256 MiB)"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

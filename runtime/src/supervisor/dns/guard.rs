@@ -75,7 +75,12 @@ impl Guards {
     /// internal or host address no `cidr` rule allows.
     pub fn internal(&self, net: &NetPolicy, addrs: &[IpAddr]) -> Option<String> {
         addrs.iter().find_map(|&ip| {
-            let what = if self.host.contains(&ip) {
+            let carried = match ip {
+                IpAddr::V6(v6) => crate::policy::embedded_v4(v6).map(IpAddr::V4),
+                IpAddr::V4(_) => None,
+            };
+            let host = |a: &IpAddr| self.host.contains(a);
+            let what = if host(&ip) || carried.as_ref().is_some_and(host) {
                 "one of the host's own addresses"
             } else if crate::policy::is_internal(ip) {
                 "internal"

@@ -394,7 +394,7 @@ fn answer(sup: &Supervisor, msg: &[u8], ups: &[UdpSocket], nameservers: &[Socket
         result.push_str(" (truncated)");
     }
     record(Decision::Allow, &result, rule);
-    Some(wire::with_id(&bytes, q.id))
+    Some(wire::with_question(&wire::with_id(&bytes, q.id), &q.question))
 }
 
 fn rcode_name(rc: u8) -> &'static str {

@@ -189,7 +189,10 @@ pub fn upstream_query(q: &Query, id: u16) -> Vec<u8> {
     out.extend_from_slice(&id.to_be_bytes());
     out.extend_from_slice(&0x0100u16.to_be_bytes());
     out.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, u8::from(q.edns.is_some())]);
-    out.extend_from_slice(&q.question);
+    // The name in lower case: the case of its letters is the container's
+    // to choose, and would carry bits past the rules and the wildcards'
+    // budgets, which see the name in lower case.
+    out.extend_from_slice(&lowered(&q.question));
     if let Some(size) = q.edns {
         out.push(0);
         out.extend_from_slice(&TYPE_OPT.to_be_bytes());
@@ -320,6 +323,36 @@ pub fn with_id(msg: &[u8], id: u16) -> Vec<u8> {
     let mut out = msg.to_vec();
     if out.len() >= 2 {
         out[..2].copy_from_slice(&id.to_be_bytes());
+    }
+    out
+}
+
+/// A question section (labels, then type and class) with the ASCII
+/// letters of its labels in lower case; length bytes, type and class
+/// unchanged.
+pub fn lowered(question: &[u8]) -> Vec<u8> {
+    let mut out = question.to_vec();
+    let mut at = 0;
+    while at < out.len() {
+        let n = out[at] as usize;
+        if n == 0 || n & 0xc0 != 0 {
+            break;
+        }
+        let end = (at + 1 + n).min(out.len());
+        out[at + 1..end].make_ascii_lowercase();
+        at = end;
+    }
+    out
+}
+
+/// An answer to a question asked in lower case, given back with the
+/// container's own spelling of it (`question`, same length): a stub
+/// resolver that compares the question byte for byte (musl) takes it.
+pub fn with_question(msg: &[u8], question: &[u8]) -> Vec<u8> {
+    let mut out = msg.to_vec();
+    let span = HEADER..HEADER + question.len();
+    if out.len() >= span.end && out[span.clone()] == lowered(question)[..] {
+        out[span].copy_from_slice(question);
     }
     out
 }
@@ -517,5 +550,19 @@ pub(crate) mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn names_go_upstream_in_lower_case_and_come_back_as_asked() {
+        let asked = query(0x1234, "ExFiL.Wild.Test", TYPE_A);
+        let q = parse_query(&asked).unwrap();
+        assert_eq!(q.name, "exfil.wild.test");
+        let up = upstream_query(&q, 7);
+        assert_eq!(&up[HEADER..HEADER + q.question.len()], &lowered(&q.question)[..]);
+        assert!(!up.windows(5).any(|w| w == b"ExFiL"), "no case bit leaves");
+        let mut answer = up.clone();
+        answer[2] |= 0x80;
+        let back = with_question(&answer, &q.question);
+        assert_eq!(&back[HEADER..HEADER + q.question.len()], &q.question[..]);
     }
 }

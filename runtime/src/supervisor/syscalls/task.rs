@@ -10,8 +10,8 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use super::path::Root;
 use super::Ctx;
-use crate::supervisor::creds::Creds;
 use crate::supervisor::callers::Caller;
+use crate::supervisor::creds::Creds;
 use crate::supervisor::Supervisor;
 use crate::sys;
 use crate::views::cgroup::CgroupDirs;
@@ -165,8 +165,8 @@ pub(crate) mod fake {
     use std::sync::Arc;
 
     use super::{Root, Task};
-    use crate::supervisor::creds::Creds;
     use crate::supervisor::callers::Caller;
+    use crate::supervisor::creds::Creds;
     use crate::supervisor::{dns, Supervisor};
 
     /// See the module.

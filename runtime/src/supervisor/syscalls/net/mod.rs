@@ -210,6 +210,10 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
                 address: ip.to_string(),
                 port,
                 rule: policy.explain_net_rule(rule),
+                rule_key: rule
+                    .and_then(|i| policy.source.net.get(i))
+                    .and_then(|r| serde_json::to_string(r).ok())
+                    .unwrap_or_default(),
             };
             (detail, asked(sup, q))
         }
