@@ -8,6 +8,15 @@ use std::os::unix::net::UnixListener;
 use super::live::{round, LOOP};
 use super::*;
 
+/// The rules the trail names for each connect, in order.
+fn connect_rules(trail: &[serde_json::Value]) -> Vec<&str> {
+    trail
+        .iter()
+        .filter(|r| r["syscall"] == "connect")
+        .filter_map(|r| r["rule"].as_str())
+        .collect()
+}
+
 /// A decision program: answers each question with the next line of
 /// `answers` (the last one again once they run out) and keeps the
 /// questions. Stops with the test.
@@ -119,11 +128,7 @@ fn ask_rules_hold_the_connect_until_the_program_answers() {
     assert_eq!(q["rule"], "net[0] allowed.test");
     assert!(q["command"].as_str().unwrap().starts_with("python3 -c"), "{q}");
     let trail = env.audit(&id);
-    let rules: Vec<&str> = trail
-        .iter()
-        .filter(|r| r["syscall"] == "connect")
-        .filter_map(|r| r["rule"].as_str())
-        .collect();
+    let rules = connect_rules(&trail);
     assert_eq!(
         rules,
         [
@@ -185,11 +190,7 @@ for target in ["192.0.2.1", "192.0.2.3"]:
     let out = env.run_keep(&id);
     assert_eq!(ok(&out), "192.0.2.1 err EPERM\n192.0.2.3 err EPERM\n");
     let trail = env.audit(&id);
-    let rules: Vec<&str> = trail
-        .iter()
-        .filter(|r| r["syscall"] == "connect")
-        .filter_map(|r| r["rule"].as_str())
-        .collect();
+    let rules = connect_rules(&trail);
     assert_eq!(
         rules,
         [

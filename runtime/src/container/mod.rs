@@ -614,18 +614,25 @@ impl Runtime {
         Ok(pids)
     }
 
-    /// Applies new resource limits (`runc update`).
-    pub fn update(&self, id: &str, resources: &libcontainer::oci_spec::runtime::LinuxResources) -> Result<()> {
-        let _lock = self.lock(id, true);
-        use libcgroups::common::{CgroupManager, ControllerOpt};
+    /// Container `id` (see [`Self::load`]), refused with
+    /// [`Error::BadState`] naming `op` when it is stopped.
+    fn load_live(&self, id: &str, op: &'static str) -> Result<Container> {
         let c = self.load(id)?;
         if c.status() == ContainerStatus::Stopped {
             return Err(Error::BadState {
                 id: id.into(),
                 status: "stopped".into(),
-                op: "update",
+                op,
             });
         }
+        Ok(c)
+    }
+
+    /// Applies new resource limits (`runc update`).
+    pub fn update(&self, id: &str, resources: &libcontainer::oci_spec::runtime::LinuxResources) -> Result<()> {
+        let _lock = self.lock(id, true);
+        use libcgroups::common::{CgroupManager, ControllerOpt};
+        let c = self.load_live(id, "update")?;
         let m = self.cgroup_manager(&c)?;
         m.apply(&ControllerOpt {
             resources,

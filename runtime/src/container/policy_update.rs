@@ -3,8 +3,6 @@
 
 use std::path::Path;
 
-use libcontainer::container::ContainerStatus;
-
 use super::{Error, Result, Runtime, POLICY_FILE};
 
 impl Runtime {
@@ -20,14 +18,7 @@ impl Runtime {
     /// (refused, or the supervisor cannot be reached).
     pub fn update_policy(&self, id: &str, file: &str) -> Result<()> {
         let _lock = self.lock(id, true);
-        let c = self.load(id)?;
-        if c.status() == ContainerStatus::Stopped {
-            return Err(Error::BadState {
-                id: id.into(),
-                status: "stopped".into(),
-                op: "update its policy",
-            });
-        }
+        self.load_live(id, "update its policy")?;
         let refused = |why: String| Error::PolicyUpdate { id: id.into(), why };
         let meta = self.meta(id);
         let dir = self.cordon_dir(id);
