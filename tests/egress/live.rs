@@ -70,6 +70,14 @@ fn policy_update_changes_network_rules_of_a_running_container() {
         "[[net]]\ncidr = \"192.0.2.3/32\"\naction = \"allow\"\n",
     );
     let closed = policy_file(dir.path(), "closed.toml", "");
+    // What the update will grant, as `policy diff` says it.
+    let d = env.cordon(&["policy", "diff", &closed, &opened]);
+    assert_eq!(d.status.code(), Some(1), "they differ");
+    assert!(
+        stdout(&d).lines().any(|l| l == "+ net 192.0.2.3:1: deny -> allow"),
+        "{}",
+        stdout(&d)
+    );
     let id = unique("live");
     ok(&env.create(&id));
     ok(&env.cordon(&["start", &id]));

@@ -772,6 +772,45 @@ fn a_policy_learned_from_pip_runs_it_and_refuses_the_rest() {
     );
 }
 
+/// `cordon learn --from-audit` of a container already run at the
+/// supervisor level under host rules (as a platform's production run
+/// would be): the same kind of policy, from its kept trail, with no run
+/// of its own.
+#[test]
+fn a_policy_learned_from_a_trail_grants_what_the_run_did() {
+    let net = Net::new();
+    let job = Workload::python(
+        "fetch",
+        "import urllib.request; open('/work/page', 'wb').write(urllib.request.urlopen('https://files.test:8443/simple/').read()); print('ok')",
+    );
+    let mut env = job.env(&net);
+    env.annotate("org.cordon.enforcement", "supervisor");
+    let observing = net.dir.path().join("observing.toml");
+    std::fs::write(
+        &observing,
+        "name = \"observing\"\nextends = \"default\"\n[[net]]\nhost = \"files.test\"\naction = \"allow\"\n",
+    )
+    .unwrap();
+    env.set_policy(&observing.to_string_lossy());
+    let id = unique("learn-trail");
+    assert_eq!(ok(&env.run_keep(&id)), "ok\n");
+    let out = net.dir.path().join("from-trail.toml");
+    let learned = env.cordon(&[
+        "learn",
+        "--from-audit",
+        &id,
+        "-o",
+        &out.to_string_lossy(),
+        "-b",
+        &env.bundle.path().to_string_lossy(),
+    ]);
+    assert!(learned.status.success(), "{}", stderr(&learned));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("host = \"files.test\"\nports = [8443]"), "{text}");
+    assert!(text.contains("pattern = \"/work/**\"\naccess = \"allow\""), "{text}");
+    assert!(text.contains("pattern = \"/**\"\naccess = \"deny\""), "{text}");
+}
+
 /// `git clone` over HTTPS (the dumb protocol: plain GETs), the commit id
 /// and the file checked; `curl` of 20 MiB over HTTPS and over HTTP, the
 /// sha256 checked.

@@ -18,7 +18,14 @@ pub struct LearnArgs {
     #[arg(short, long, default_value = ".")]
     pub bundle: PathBuf,
     /// Container id (used for the learning run and the verifying one)
-    pub container_id: String,
+    #[arg(required_unless_present = "from_audit")]
+    pub container_id: Option<String>,
+    /// Learn from the audit trails of these containers instead of a run
+    /// (live, or kept after their delete): containers run under
+    /// `org.cordon.enforcement = "supervisor"` (or `--trace`) and host
+    /// rules have every open and destination in their trails
+    #[arg(long, num_args = 1.., conflicts_with_all = ["verify", "args", "container_id"])]
+    pub from_audit: Vec<String>,
     /// Where to write the policy
     #[arg(short, long)]
     pub output: PathBuf,
@@ -41,9 +48,14 @@ pub struct LearnArgs {
 /// Learns, writes the policy, optionally verifies; the job's exit status
 /// (under the learned policy with `--verify`).
 pub fn learn(rt: &mut Runtime, a: LearnArgs) -> anyhow::Result<i32> {
-    cordon::container::validate::id(&a.container_id)?;
     let from = cordon::filter::load_policy(&a.from)?;
-    let work = rt.root.join(format!(".learn-{}", a.container_id));
+    check_output(&a.output)?;
+    if !a.from_audit.is_empty() {
+        return from_audit(rt, &a, &from);
+    }
+    let id = a.container_id.clone().unwrap_or_default();
+    cordon::container::validate::id(&id)?;
+    let work = rt.root.join(format!(".learn-{id}"));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).with_context(|| format!("create {}", work.display()))?;
     let result = learn_in(rt, &a, &from, &work);
@@ -51,15 +63,83 @@ pub fn learn(rt: &mut Runtime, a: LearnArgs) -> anyhow::Result<i32> {
     result
 }
 
-fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work: &Path) -> anyhow::Result<i32> {
-    // Before the run: where the policy goes must take it.
-    let parent = match a.output.parent() {
+/// Refuses, before any run, an output path that cannot take the policy.
+fn check_output(output: &Path) -> anyhow::Result<()> {
+    let parent = match output.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    if !parent.is_dir() || a.output.is_dir() {
-        bail!("-o {}: not a file in an existing directory", a.output.display());
+    if !parent.is_dir() || output.is_dir() {
+        bail!("-o {}: not a file in an existing directory", output.display());
     }
+    Ok(())
+}
+
+/// `--from-audit ID...`: the policy from the trails of containers already
+/// run, checked against the rootfs of `-b` when it names a bundle (else
+/// every directory is taken to exist).
+fn from_audit(rt: &Runtime, a: &LearnArgs, from: &cordon::policy::Policy) -> anyhow::Result<i32> {
+    let mut obs = Observed::default();
+    for id in &a.from_audit {
+        let (path, _) = super::policy::open_trail(&rt.root, id)?;
+        for r in cordon::supervisor::audit::read_all(&path)? {
+            if r.syscall == "supervisor" && r.detail.contains(" enforcement kernel") {
+                eprintln!(
+                    "cordon learn: {}: its path rules were at the kernel level, so its opens are not in its trail",
+                    esc(id)
+                );
+            }
+            obs.add(&r.syscall, &r.detail, &r.action, r.destination());
+        }
+    }
+    let config = a.bundle.join("config.json");
+    let spec: Option<serde_json::Value> = std::fs::read_to_string(&config)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    match &spec {
+        Some(spec) => {
+            let rootfs = rootfs_of(&a.bundle, spec);
+            write_learned(a, from, &obs, |d| exists_at_create(&rootfs, spec, d), None)?;
+        }
+        None => {
+            eprintln!(
+                "cordon learn: no bundle at {}: every directory is taken to exist",
+                a.bundle.display()
+            );
+            write_learned(a, from, &obs, |_| true, None)?;
+        }
+    }
+    Ok(0)
+}
+
+/// Writes the policy learned from `obs` to `-o` (checked first: it must
+/// load), with `is_dir` saying what exists at create, and reports it; the
+/// job's exit status `code`, when there was a run, goes in the report.
+fn write_learned(
+    a: &LearnArgs,
+    from: &cordon::policy::Policy,
+    obs: &Observed,
+    is_dir: impl Fn(&str) -> bool,
+    code: Option<i32>,
+) -> anyhow::Result<()> {
+    let (grants, ungranted) = learn::grants(obs, a.collapse, is_dir);
+    let dests = learn::destinations(obs);
+    let text = learned_text(&a.from, from, &grants, &dests)?;
+    cordon::filter::policy_from_toml(&text, &a.output.to_string_lossy())
+        .context("the learned policy does not load (a bug: please report it with the trail)")?;
+    std::fs::write(&a.output, &text).with_context(|| format!("write {}", a.output.display()))?;
+    report(&grants, &dests, &ungranted, code);
+    if obs.ambiguous > 0 {
+        eprintln!(
+            "cordon learn: {} renames or links named paths holding \" -> \" and were left out (--verify shows what that costs)",
+            obs.ambiguous
+        );
+    }
+    Ok(())
+}
+
+fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work: &Path) -> anyhow::Result<i32> {
+    let id = a.container_id.clone().unwrap_or_default();
     let (bundle, spec) = bundle_copy(&a.bundle, work, &a.args)?;
     let observing = work.join("observing.toml");
     std::fs::write(&observing, observing_policy(from, &spec)?).context("write the observing policy")?;
@@ -74,33 +154,21 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
         enforcement: Enforcement::Supervisor,
         trace: false,
     };
-    let code = run_once(rt, &a.container_id, &bundle, Some(inherit))?;
+    let code = run_once(rt, &id, &bundle, Some(inherit))?;
     let mut obs = Observed::default();
-    for r in cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &a.container_id))? {
+    for r in cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &id))? {
         obs.add(&r.syscall, &r.detail, &r.action, r.destination());
     }
-    let _ = rt.delete(&a.container_id, true);
+    let _ = rt.delete(&id, true);
     let rootfs = rootfs_of(&a.bundle, &spec);
-    let (grants, ungranted) = learn::grants(&obs, a.collapse, |d| exists_at_create(&rootfs, &spec, d));
-    let dests = learn::destinations(&obs);
-    let text = learned_text(&a.from, from, &grants, &dests)?;
-    cordon::filter::policy_from_toml(&text, &a.output.to_string_lossy())
-        .context("the learned policy does not load (a bug: please report it with the trail)")?;
-    std::fs::write(&a.output, &text).with_context(|| format!("write {}", a.output.display()))?;
-    report(&grants, &dests, &ungranted, code);
-    if obs.ambiguous > 0 {
-        eprintln!(
-            "cordon learn: {} renames or links named paths holding \" -> \" and were left out (--verify shows what that costs)",
-            obs.ambiguous
-        );
-    }
+    write_learned(a, from, &obs, |d| exists_at_create(&rootfs, &spec, d), Some(code))?;
     if !a.verify {
         return Ok(code);
     }
     rt.config.policy = a.output.to_string_lossy().into_owned();
-    let again = run_once(rt, &a.container_id, &bundle, None)?;
-    let trail = cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &a.container_id))?;
-    let _ = rt.delete(&a.container_id, true);
+    let again = run_once(rt, &id, &bundle, None)?;
+    let trail = cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &id))?;
+    let _ = rt.delete(&id, true);
     let denied: Vec<_> = trail.iter().filter(|r| r.action == "deny").collect();
     for r in &denied {
         eprintln!(
@@ -252,8 +320,11 @@ fn exists_at_create(rootfs: &Path, spec: &serde_json::Value, dir: &str) -> bool 
 /// What was learned, on stderr: each rule with what it was learned from,
 /// sorted by what it grants beyond use (the directories granted whole
 /// first), and what no rule could take.
-fn report(grants: &[learn::Grant], dests: &[learn::Destination], ungranted: &[String], code: i32) {
-    eprintln!("cordon learn: the job exited {code}; what the policy grants, widest first:");
+fn report(grants: &[learn::Grant], dests: &[learn::Destination], ungranted: &[String], code: Option<i32>) {
+    match code {
+        Some(code) => eprintln!("cordon learn: the job exited {code}; what the policy grants, widest first:"),
+        None => eprintln!("cordon learn: what the policy grants, widest first:"),
+    }
     let mut sorted: Vec<&learn::Grant> = grants.iter().collect();
     sorted.sort_by_key(|g| (g.files, g.dir.matches('/').count()));
     for g in sorted {

@@ -230,6 +230,14 @@ pub enum PolicyCmd {
         /// Policy file
         file: String,
     },
+    /// What policy B grants that A does not (`+`), and the reverse (`-`),
+    /// per rule kind; exits 1 when they differ, as diff(1)
+    Diff {
+        /// Policy name or file
+        a: String,
+        /// Policy name or file
+        b: String,
+    },
     /// Put a policy in force in a running container: its network, host
     /// and (where the supervisor enforces them) path rules change at once;
     /// a change to what the kernel enforces is refused (docs/POLICY.md,

@@ -1,4 +1,4 @@
-//! cordon's own commands: `policy show|check|update`, `audit`, `syscalls`.
+//! cordon's own commands: `policy show|check|diff|update`, `audit`, `syscalls`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Seek};
@@ -66,6 +66,14 @@ pub fn policy(
             );
         }
         PolicyCmd::Update { container_id, policy } => rt()?.update_policy(&container_id, &policy)?,
+        PolicyCmd::Diff { a, b } => {
+            let lines =
+                cordon::policy::diff::diff(&cordon::filter::load_policy(&a)?, &cordon::filter::load_policy(&b)?);
+            for (mark, line) in &lines {
+                println!("{mark} {line}");
+            }
+            return Ok(i32::from(!lines.is_empty()));
+        }
     }
     Ok(0)
 }
@@ -233,7 +241,7 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
 
 /// Container `id`'s audit trail (or the kept one of a deleted
 /// container): its path and the file opened for reading.
-fn open_trail(root: &Path, id: &str) -> anyhow::Result<(std::path::PathBuf, std::fs::File)> {
+pub(super) fn open_trail(root: &Path, id: &str) -> anyhow::Result<(std::path::PathBuf, std::fs::File)> {
     cordon::container::validate::id(id)?;
     let mut path = cordon::container::audit_path(root, id);
     if !path.exists() {

@@ -7,6 +7,7 @@
 //! ([`crate::filter`]) and the supervisor's decisions, so the two cannot drift.
 
 mod choice;
+pub mod diff;
 pub mod landlock;
 pub mod learn;
 pub mod levels;

@@ -1,0 +1,237 @@
+//! `cordon policy diff A B`: what one policy grants that the other does
+//! not, per rule kind.
+//!
+//! Decided on probes, not on the rule lists: each syscall of the table;
+//! each path a rule of either policy names (a literal pattern, or a file
+//! below `D` for `D/**`, or the pattern itself with `*` taken as a name);
+//! each address or name a network rule of either names, on each port
+//! either lists (and on a port neither lists); and `net_default` through
+//! an address no rule names. A line is written where A and B decide a
+//! probe differently: `+` where B grants more than A, `-` where less, `~`
+//! where neither order holds (conditions on arguments, other errnos).
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use super::model::{Action, NetAction, PathAccess};
+use super::Policy;
+use crate::abi::table;
+
+/// One difference: its mark (`+`, `-`, `~`) and its line.
+pub type Line = (char, String);
+
+/// Every difference between `a` and `b`, syscalls first, then paths,
+/// network, `[dns]` and `[views]`.
+pub fn diff(a: &Policy, b: &Policy) -> Vec<Line> {
+    let mut out = syscalls(a, b);
+    out.extend(paths(a, b));
+    out.extend(net(a, b));
+    if a.source.dns != b.source.dns {
+        out.push(('~', "[dns] differs".into()));
+    }
+    if a.source.views != b.source.views {
+        out.push(('~', "[views] differs".into()));
+    }
+    out
+}
+
+/// How much an unconditional action grants: kill < deny < audit, emulate
+/// (the supervisor decides) < allow.
+fn syscall_rank(a: Action) -> u8 {
+    match a {
+        Action::Kill => 0,
+        Action::Deny => 1,
+        Action::Audit | Action::Emulate => 2,
+        Action::Allow => 3,
+    }
+}
+
+/// What `p` does with syscall `nr`: `(action, errno)` when one action
+/// decides whatever the arguments, else `None` (conditions).
+fn disposition(p: &Policy, nr: u32) -> Option<(Action, i32)> {
+    match p.rules.get(&nr) {
+        None => Some((p.default_action, p.default_errno)),
+        // First match: a first rule without conditions decides all.
+        Some(rules) => rules.first().filter(|r| r.args.is_empty()).map(|r| (r.action, r.errno)),
+    }
+}
+
+fn shown(d: Option<(Action, i32)>) -> String {
+    match d {
+        None => "depends on its arguments".into(),
+        Some((Action::Deny, e)) => format!("deny ({})", crate::errno::name(e)),
+        Some((a, _)) => format!("{a:?}").to_lowercase(),
+    }
+}
+
+fn syscalls(a: &Policy, b: &Policy) -> Vec<Line> {
+    let mut out = Vec::new();
+    for &(name, nr) in table::all().iter().filter(|(_, nr)| table::available(*nr)) {
+        let (da, db) = (disposition(a, nr), disposition(b, nr));
+        let same_rules = a.rules.get(&nr).map(|r| strip(r)) == b.rules.get(&nr).map(|r| strip(r));
+        if da == db && (da.is_some() || same_rules) {
+            continue;
+        }
+        let mark = match (da, db) {
+            (Some((x, _)), Some((y, _))) if syscall_rank(y) > syscall_rank(x) => '+',
+            (Some((x, _)), Some((y, _))) if syscall_rank(y) < syscall_rank(x) => '-',
+            _ => '~',
+        };
+        out.push((mark, format!("syscall {name}: {} -> {}", shown(da), shown(db))));
+    }
+    out
+}
+
+/// Rules without their index (the same rule at another place is the same).
+fn strip(rules: &[super::Rule]) -> Vec<(Vec<super::ArgMatch>, Action, i32)> {
+    rules.iter().map(|r| (r.args.clone(), r.action, r.errno)).collect()
+}
+
+fn path_rank(a: PathAccess) -> u8 {
+    match a {
+        PathAccess::Deny => 0,
+        PathAccess::ReadOnly => 1,
+        PathAccess::Allow => 2,
+    }
+}
+
+fn path_name(a: PathAccess) -> &'static str {
+    match a {
+        PathAccess::Deny => "deny",
+        PathAccess::ReadOnly => "read-only",
+        PathAccess::Allow => "allow",
+    }
+}
+
+/// The paths a pattern stands for, as probes.
+fn path_probes(pattern: &str) -> Vec<String> {
+    let base = pattern.trim_end_matches("/**");
+    let base = if base.is_empty() { "/" } else { base };
+    let named = base.replace('*', "x");
+    let below = format!("{}/probe", named.trim_end_matches('/'));
+    if pattern.ends_with("/**") {
+        vec![named, below]
+    } else {
+        vec![named]
+    }
+}
+
+fn paths(a: &Policy, b: &Policy) -> Vec<Line> {
+    let probes: BTreeSet<String> = a
+        .source
+        .paths
+        .iter()
+        .chain(&b.source.paths)
+        .flat_map(|r| path_probes(&r.pattern))
+        .collect();
+    let mut out = Vec::new();
+    for p in probes {
+        let (x, y) = (a.paths.access(&p), b.paths.access(&p));
+        if x != y {
+            let mark = if path_rank(y) > path_rank(x) { '+' } else { '-' };
+            out.push((mark, format!("path {p}: {} -> {}", path_name(x), path_name(y))));
+        }
+    }
+    out
+}
+
+fn net_name(a: NetAction) -> &'static str {
+    match a {
+        NetAction::Deny => "deny",
+        NetAction::Allow => "allow",
+        NetAction::Ask => "ask",
+    }
+}
+
+fn net_rank(a: NetAction) -> u8 {
+    match a {
+        NetAction::Deny => 0,
+        NetAction::Ask => 1,
+        NetAction::Allow => 2,
+    }
+}
+
+fn net(a: &Policy, b: &Policy) -> Vec<Line> {
+    let rules: Vec<_> = a.source.net.iter().chain(&b.source.net).collect();
+    let mut ports: BTreeSet<u16> = rules.iter().flat_map(|r| r.ports.iter().copied()).collect();
+    // A port no rule lists: what the rules without ports and net_default do.
+    ports.insert(1);
+    let mut targets: BTreeSet<(Option<String>, IpAddr)> = BTreeSet::new();
+    for r in &rules {
+        if let Some(c) = &r.cidr {
+            let ip = c
+                .parse::<ipnet::IpNet>()
+                .map(|n| n.addr())
+                .or_else(|_| c.parse::<IpAddr>())
+                .ok();
+            if let Some(ip) = ip {
+                targets.insert((None, ip));
+            }
+        }
+        if let Some(h) = &r.host {
+            targets.insert((Some(h.replace('*', "x")), IpAddr::from([192, 0, 2, 123])));
+        }
+    }
+    // An address no rule names: net_default.
+    targets.insert((None, IpAddr::from([192, 0, 2, 254])));
+    let mut out = Vec::new();
+    for (name, ip) in &targets {
+        let names: Vec<String> = name.iter().cloned().collect();
+        for &port in &ports {
+            let (x, y) = (
+                a.net.decide_named(*ip, port, &names).0,
+                b.net.decide_named(*ip, port, &names).0,
+            );
+            if x == y {
+                continue;
+            }
+            let what = match name {
+                Some(n) => format!("{n}:{port}"),
+                None if ip == &IpAddr::from([192, 0, 2, 254]) => format!("an address no rule names, port {port}"),
+                None => format!("{ip}:{port}"),
+            };
+            let mark = if net_rank(y) > net_rank(x) { '+' } else { '-' };
+            out.push((mark, format!("net {what}: {} -> {}", net_name(x), net_name(y))));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(text: &str) -> Policy {
+        Policy::from_toml(&format!("name = \"t\"\n{text}"), "t").expect("policy")
+    }
+
+    #[test]
+    fn each_kind_says_which_way_it_differs() {
+        let a = policy("net_default = \"deny\"\n[[net]]\nhost = \"pypi.org\"\nports = [443]\naction = \"allow\"\n");
+        let b = policy(
+            "net_default = \"deny\"\n[[net]]\nhost = \"pypi.org\"\naction = \"allow\"\n\
+             [[path]]\npattern = \"/secret/**\"\naccess = \"deny\"\n\
+             [[syscall]]\nnames = [\"mkdir\"]\naction = \"deny\"\nerrno = \"EPERM\"\n",
+        );
+        let lines = diff(&a, &b);
+        assert!(
+            lines.contains(&('-', "syscall mkdir: emulate -> deny (EPERM)".into())),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&('-', "path /secret: allow -> deny".into())),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&('+', "net pypi.org:1: deny -> allow".into())),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.1.starts_with("net pypi.org:443")), "{lines:?}");
+        assert!(diff(&a, &a).is_empty());
+        let back = diff(&b, &a);
+        assert!(
+            back.contains(&('+', "syscall mkdir: deny (EPERM) -> emulate".into())),
+            "{back:?}"
+        );
+    }
+}
