@@ -32,6 +32,11 @@ pub const ENFORCEMENT: &str = "org.cordon.enforcement";
 /// as runc) or `overlay` (the bundle's rootfs as a read-only lower layer
 /// under a writable layer cordon owns; docs/CHECKPOINT.md).
 pub const ROOTFS: &str = "org.cordon.rootfs";
+/// Learns a policy from the container's run: it runs observed (every path
+/// rule in the supervisor), and `delete` writes the learned policy to the
+/// file the annotation names (docs/LEARN.md), beneath a directory
+/// `[annotations] learn` lists.
+pub const LEARN: &str = "org.cordon.learn";
 
 /// One annotation cordon reads from config.json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +66,10 @@ pub const KEYS: &[Key] = &[
         name: ROOTFS,
         doc: "root filesystem: bundle, or overlay (a writable layer cordon owns, for checkpoints), among those [annotations] rootfs allows",
     },
+    Key {
+        name: LEARN,
+        doc: "learn a policy from this container's run, written to this file at delete, beneath a directory [annotations] learn lists",
+    },
 ];
 
 /// What a container runs with: from its annotations where the gate lets
@@ -80,6 +89,9 @@ pub struct Choice {
     /// Whether the policy came from the container's annotation (its
     /// errors are then told without the file's words: [`quiet`]).
     pub policy_from_annotation: bool,
+    /// Where `delete` writes the policy learned from the run
+    /// (`org.cordon.learn`), if the container is learned.
+    pub learn: Option<PathBuf>,
 }
 
 /// A policy error for whoever wrote the annotation that chose the file:
@@ -175,13 +187,35 @@ impl AnnotationGate {
                 )))
             }
         };
+        let learn = annotations.get(LEARN).map(|v| self.learn(v)).transpose()?;
         Ok(Choice {
             policy,
             platform,
             enforcement,
             overlay,
             policy_from_annotation,
+            learn,
         })
+    }
+
+    /// The file `value` (an `org.cordon.learn` annotation) names, if it is
+    /// a normalised absolute path whose directory exists beneath one the
+    /// gate's `learn` lists (resolved, so a symlink cannot lead out).
+    fn learn(&self, value: &str) -> Result<PathBuf, ConfigError> {
+        let path = Path::new(value);
+        let dir = path
+            .parent()
+            .filter(|_| normalised(value) && path.file_name().is_some());
+        let real = dir.and_then(|d| std::fs::canonicalize(d).ok());
+        match real {
+            Some(real) if self.learn.iter().any(|entry| beneath(&real, Path::new(entry))) => {
+                Ok(real.join(path.file_name().unwrap_or_default()))
+            }
+            _ => Err(refused(format!(
+                "annotation {LEARN}: {value:?} is not allowed on this node (allowed: a file beneath {}; see [annotations] learn in the runtime config)",
+                describe(&self.learn)
+            ))),
+        }
     }
 
     /// The policy `value` (an `org.cordon.policy` annotation) names, if the

@@ -284,6 +284,7 @@ impl Default for Retention {
 /// platforms = ["seccomp-notify", "ptrace"]
 /// enforcement = ["kernel", "supervisor"]
 /// rootfs = ["bundle", "overlay"]
+/// learn = ["/var/lib/cordon/learned"]                  # where org.cordon.learn may write; none by default
 /// ```
 ///
 /// An entry of `policies` is a built-in name, an absolute path (a policy
@@ -309,6 +310,11 @@ pub struct AnnotationGate {
     /// only adds isolation (the bundle's files are never written).
     #[serde(default = "default_rootfs")]
     pub rootfs: Vec<String>,
+    /// The directories `org.cordon.learn` may write a learned policy
+    /// beneath (absolute paths). None by default: a container cannot make
+    /// `delete` write a file unless the admin names where.
+    #[serde(default)]
+    pub learn: Vec<String>,
 }
 
 fn default_policies() -> Vec<String> {
@@ -338,6 +344,7 @@ impl Default for AnnotationGate {
             platforms: default_platforms(),
             enforcement: default_enforcement(),
             rootfs: default_rootfs(),
+            learn: Vec::new(),
         }
     }
 }

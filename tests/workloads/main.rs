@@ -811,6 +811,42 @@ fn a_policy_learned_from_a_trail_grants_what_the_run_did() {
     assert!(text.contains("pattern = \"/**\"\naccess = \"deny\""), "{text}");
 }
 
+/// `org.cordon.learn`: the way an engine learns a container (the
+/// annotation rides in config.json): the container runs observed, and its
+/// delete (here at the end of `cordon run`) writes the learned policy,
+/// only beneath a directory the runtime config's gate lists.
+#[test]
+fn the_learn_annotation_writes_the_policy_at_delete() {
+    let net = Net::new();
+    let job = Workload::python(
+        "fetch",
+        "import urllib.request; open('/work/page', 'wb').write(urllib.request.urlopen('https://files.test:8443/simple/').read()); print('ok')",
+    );
+    let learned_dir = TempDir::new("learned");
+    let config = net.dir.path().join("config.toml");
+    std::fs::write(&config, format!("[annotations]\nlearn = [{:?}]\n", learned_dir.path())).unwrap();
+    let file = learned_dir.path().join("fetch.toml");
+    let mut env = job.env(&net);
+    env.config_file = Some(config);
+    env.annotate("org.cordon.learn", &file.to_string_lossy());
+    assert_eq!(ok(&env.run(&unique("learn-ann"))), "ok\n");
+    let text = std::fs::read_to_string(&file).expect("delete wrote the learned policy");
+    assert!(text.contains("extends = \"default\""), "{text}");
+    assert!(text.contains("host = \"files.test\"\nports = [8443]"), "{text}");
+    assert!(text.contains("pattern = \"/work/**\"\naccess = \"allow\""), "{text}");
+
+    // Elsewhere than the gate allows: refused at create, in one line.
+    env.annotate("org.cordon.learn", "/etc/cordon/x.toml");
+    let out = env.run(&unique("learn-ann"));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("annotation org.cordon.learn: \"/etc/cordon/x.toml\" is not allowed"),
+        "{}",
+        stderr(&out)
+    );
+    env.assert_no_leftovers::<&str>(&[]);
+}
+
 /// `git clone` over HTTPS (the dumb protocol: plain GETs), the commit id
 /// and the file checked; `curl` of 20 MiB over HTTPS and over HTTP, the
 /// sha256 checked.

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use cordon::container::learn::{exists_at_create, learned_policy, observing_policy, rootfs_of};
 use cordon::container::{foreground, CreateOptions, Inherited, Runtime};
 use cordon::policy::learn::{self, Observed};
 use cordon::policy::Enforcement;
@@ -122,11 +123,12 @@ fn write_learned(
     is_dir: impl Fn(&str) -> bool,
     code: Option<i32>,
 ) -> anyhow::Result<()> {
-    let (grants, ungranted) = learn::grants(obs, a.collapse, is_dir);
-    let dests = learn::destinations(obs);
-    let text = learned_text(&a.from, from, &grants, &dests)?;
-    cordon::filter::policy_from_toml(&text, &a.output.to_string_lossy())
-        .context("the learned policy does not load (a bug: please report it with the trail)")?;
+    let cordon::container::learn::Learned {
+        text,
+        grants,
+        dests,
+        ungranted,
+    } = learned_policy(&a.from, from, obs, a.collapse, is_dir).map_err(anyhow::Error::msg)?;
     std::fs::write(&a.output, &text).with_context(|| format!("write {}", a.output.display()))?;
     report(&grants, &dests, &ungranted, code);
     if obs.ambiguous > 0 {
@@ -218,60 +220,6 @@ fn bundle_copy(bundle: &Path, work: &Path, args: &[String]) -> anyhow::Result<(P
     Ok((out, spec))
 }
 
-/// The observing policy: `from` as it is (its denials hold), plus, when
-/// the container has a network namespace (not the host's) and `from` has no
-/// host rule, one host rule that matches no real name, so that lookups
-/// go through the supervisor's resolver and connects are recorded by name.
-fn observing_policy(from: &cordon::policy::Policy, spec: &serde_json::Value) -> anyhow::Result<String> {
-    let mut src = from.source.clone();
-    src.extends = Some("none".into());
-    src.name = format!("learn-{}", from.name);
-    let own_netns = spec["linux"]["namespaces"]
-        .as_array()
-        .is_some_and(|ns| ns.iter().any(|n| n["type"] == "network"));
-    if own_netns && !from.net.has_names() {
-        src.net.push(cordon::policy::model::NetRule {
-            cidr: None,
-            host: Some("learn.cordon.invalid".into()),
-            family: None,
-            ports: Vec::new(),
-            action: cordon::policy::NetAction::Deny,
-            max_names: None,
-            note: Some("cordon learn: brings lookups through the supervisor's resolver".into()),
-            message: None,
-        });
-    }
-    Ok(toml::to_string_pretty(&src)?)
-}
-
-/// The learned policy's text: extending `from_name` when it is built in,
-/// else with `from`'s rules after the learned ones.
-fn learned_text(
-    from_name: &str,
-    from: &cordon::policy::Policy,
-    grants: &[learn::Grant],
-    dests: &[learn::Destination],
-) -> anyhow::Result<String> {
-    let builtin = cordon::policy::BUILTIN.iter().any(|(n, _)| *n == from_name);
-    if builtin {
-        return Ok(learn::policy_text("learned", from_name, grants, dests));
-    }
-    let text = learn::policy_text("learned", "none", grants, dests);
-    let mut file: cordon::policy::PolicyFile = toml::from_str(&text)?;
-    let base = &from.source;
-    file.default_action = base.default_action;
-    file.default_errno = base.default_errno.clone();
-    file.syscalls.extend(base.syscalls.iter().cloned());
-    file.paths.extend(base.paths.iter().cloned());
-    file.net.extend(base.net.iter().cloned());
-    file.dns = base.dns.clone();
-    file.views = base.views.clone();
-    Ok(format!(
-        "# Written by `cordon learn` from what one run did, then {from_name}'s rules; check it, then use it.\n{}",
-        toml::to_string_pretty(&file)?
-    ))
-}
-
 /// Runs the bundle at `bundle` as container `id` to its end (stdio
 /// passed on, as `cordon run`); its exit status. The container stays
 /// (stopped) for its trail.
@@ -289,32 +237,6 @@ fn run_once(rt: &Runtime, id: &str, bundle: &Path, inherit: Option<Inherited>) -
     }
     let pid = c.pid().context("container has no init pid")?;
     Ok(foreground::wait(pid, &signals)?)
-}
-
-/// The bundle's rootfs on the host.
-fn rootfs_of(bundle: &Path, spec: &serde_json::Value) -> PathBuf {
-    let root = spec["root"]["path"].as_str().unwrap_or("rootfs");
-    bundle.join(root)
-}
-
-/// Whether `dir` (a container path) is a directory when the container
-/// starts: a mount's destination (or above one), or a directory of the
-/// rootfs reached without a symlink.
-fn exists_at_create(rootfs: &Path, spec: &serde_json::Value, dir: &str) -> bool {
-    let mounted = spec["mounts"].as_array().is_some_and(|ms| {
-        ms.iter().filter_map(|m| m["destination"].as_str()).any(|d| {
-            let d = d.trim_end_matches('/');
-            d == dir || d.starts_with(&format!("{dir}/"))
-        })
-    });
-    if mounted {
-        return true;
-    }
-    let Ok(fd) = cordon::sys::open_path_no_symlinks(&rootfs.join(dir.trim_start_matches('/'))) else {
-        return false;
-    };
-    nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd))
-        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
 }
 
 /// What was learned, on stderr: each rule with what it was learned from,

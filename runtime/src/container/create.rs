@@ -135,6 +135,7 @@ impl Runtime {
             enforcement,
             overlay,
             policy_from_annotation,
+            learn,
         } = self.choose(&spec, opts)?;
         let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
         let (policy_name, full) = match &opts.fixed_policy {
@@ -149,6 +150,15 @@ impl Runtime {
                 })?;
                 (policy_name, full)
             }
+        };
+        // Learned (org.cordon.learn): observed, every path rule in the
+        // supervisor and lookups through its resolver (container/learn.rs).
+        let (full, enforcement) = match &learn {
+            Some(_) => (
+                super::learn::observing(&full, &spec, &policy_name)?,
+                crate::policy::Enforcement::Supervisor,
+            ),
+            None => (full, enforcement),
         };
         // The policy as it is now, for the supervisor and every later
         // `exec`: a policy file changed after create changes nothing.
@@ -195,7 +205,7 @@ impl Runtime {
             (prog, bundle_filter),
         );
         match &result {
-            Ok(_) => self.record_level(&opts.id, enforcement),
+            Ok(_) => self.record_level(&opts.id, enforcement, learn),
             Err(_) => self.undo_create(opts, layer.as_ref().map(|(l, _)| l)),
         }
         result
@@ -233,9 +243,10 @@ impl Runtime {
 
     /// Records the enforcement level chosen for container `id`, which a
     /// fork or a restore keeps.
-    fn record_level(&self, id: &str, level: crate::policy::Enforcement) {
+    fn record_level(&self, id: &str, level: crate::policy::Enforcement, learn: Option<PathBuf>) {
         let mut meta = self.meta(id);
         meta.level = Some(level.name().to_string());
+        meta.learn = learn;
         let _ = self.save_meta(id, &meta);
     }
 
@@ -374,6 +385,7 @@ impl Runtime {
             no_new_privs,
             lent_sys_admin,
             level: None,
+            learn: None,
             cgroups_path: opts.cgroups_path.clone(),
         };
         let (views, sock) =

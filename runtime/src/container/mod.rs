@@ -13,6 +13,7 @@ pub mod executor;
 pub mod foreground;
 mod harden;
 pub mod landlock;
+pub mod learn;
 pub mod mount_ns;
 mod plan;
 mod policy_update;
@@ -105,6 +106,10 @@ pub struct Meta {
     /// `org.cordon.enforcement`, else `kernel`), which a fork keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<String>,
+    /// Where `delete` writes the policy learned from the run
+    /// (`org.cordon.learn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learn: Option<PathBuf>,
     /// The container's cgroup when cordon chose it instead of the
     /// bundle's `linux.cgroupsPath` (a fork of a container whose bundle
     /// names one: its own cgroup next to the parent's).
@@ -515,6 +520,9 @@ impl Runtime {
         if keep == Keep::Layer {
             let _ = std::fs::remove_dir_all(self.cordon_dir(id));
             return;
+        }
+        if let Some(file) = &meta.learn {
+            self.write_learned(id, &meta, file);
         }
         let _timing = crate::sys::timings::step("keep the audit trail");
         if let Err(e) = self.config.audit.archive(&audit_path(&self.root, id), id) {
