@@ -501,9 +501,11 @@ impl Runtime {
     fn cleanup_cordon(&self, id: &str, keep: Keep) {
         let meta = self.meta(id);
         if let Some(pid) = meta.supervisor_pid {
+            let _timing = crate::sys::timings::step("kill the supervisor");
             kill_supervisor(pid, id);
         }
         if let Some(base) = &meta.layer {
+            let _timing = crate::sys::timings::step("unmount or remove the layer");
             let l = snapshot::Layer::at(base.clone());
             match keep {
                 Keep::Nothing => l.remove(false),

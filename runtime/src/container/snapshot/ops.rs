@@ -209,8 +209,13 @@ impl super::super::Runtime {
         self.audit_event(id, &format!("restore {name}: stopping the container"));
         let trail = layer.base.join(crate::layout::AUDIT);
         let _ = std::fs::rename(super::super::audit_path(&self.root, id), &trail);
+        let timing = crate::sys::timings::step("restore: stop the container");
         self.delete_with(id, true, super::super::Keep::Layer)?;
+        timing.end();
+        let timing = crate::sys::timings::step("restore: rebuild the layer");
         layer.rebuild(id, name, &lower)?;
+        timing.end();
+        let timing = crate::sys::timings::step("restore: create");
         let mut c = self
             .create(&super::super::CreateOptions {
                 id: id.into(),
@@ -240,6 +245,8 @@ impl super::super::Runtime {
                     layer.base.display()
                 ))
             })?;
+        timing.end();
+        let _timing = crate::sys::timings::step("restore: start");
         if let Err(e) = c.start() {
             let why = super::super::chain(&e);
             self.audit_event(id, &format!("restore {name}: failed: start: {why}"));
@@ -297,10 +304,12 @@ impl super::super::Runtime {
         let cgroups_path = fork_cgroup(&spec, &meta, new_id);
         let new = Layer::new(&self.config.data_dir, new_id);
         {
+            let _timing = crate::sys::timings::step("fork: link the checkpoint's files");
             let _guard = layer.lock(id, "fork", false)?;
             layer.info(id, name)?;
             layer.fork_into(id, name, &lower, &new)?;
         }
+        let timing = crate::sys::timings::step("fork: create");
         let created = self.create(&super::super::CreateOptions {
             id: new_id.into(),
             bundle: bundle.clone(),
@@ -320,10 +329,13 @@ impl super::super::Runtime {
                 return Err(e);
             }
         };
+        timing.end();
+        let timing = crate::sys::timings::step("fork: start");
         if let Err(e) = c.start() {
             let _ = self.delete(new_id, true);
             return Err(other(format!("fork {new_id:?}: start: {}", super::super::chain(&e))));
         }
+        timing.end();
         self.audit_event(id, &format!("fork {name}: container {new_id} started from it"));
         self.audit_event(new_id, &format!("forked from checkpoint {name} of container {id}"));
         Ok(())
