@@ -181,12 +181,14 @@ fn structured(data: &[u8]) -> PolicyFile {
             errno,
             args,
             note: None,
+            message: None,
         });
         if b.u8() % 8 == 0 {
             file.paths.push(PathRule {
                 pattern: ["/etc/**", "/secret/*", "/a/{b,c}/[x-z]?", "/**"][usize::from(b.u8() % 4)].into(),
                 access: [PathAccess::Deny, PathAccess::ReadOnly, PathAccess::Allow][usize::from(b.u8() % 3)],
                 note: None,
+                message: None,
             });
         }
     }
