@@ -49,20 +49,36 @@ pub fn learned_text(
     if builtin {
         return Ok(learn::policy_text("learned", from_name, grants, dests));
     }
-    let text = learn::policy_text("learned", "none", grants, dests);
+    // A policy file: its own rules after the learned ones, and its base as
+    // the learned policy's base, so the base's floor (the default's masks
+    // of kernel files) stays before every learned grant, as it does for a
+    // built-in.
+    let own = own_rules(from_name).unwrap_or_else(|| from.source.clone());
+    let base = own.extends.clone().unwrap_or_else(|| "default".into());
+    let text = learn::policy_text("learned", &base, grants, dests);
     let mut file: crate::policy::PolicyFile = toml::from_str(&text).map_err(|e| e.to_string())?;
-    let base = &from.source;
-    file.default_action = base.default_action;
-    file.default_errno = base.default_errno.clone();
-    file.syscalls.extend(base.syscalls.iter().cloned());
-    file.paths.extend(base.paths.iter().cloned());
-    file.net.extend(base.net.iter().cloned());
-    file.dns = base.dns.clone();
-    file.views = base.views.clone();
+    file.default_action = own.default_action;
+    file.default_errno = own.default_errno.clone();
+    file.syscalls.extend(own.syscalls.iter().cloned());
+    file.paths.extend(own.paths.iter().cloned());
+    file.net.extend(own.net.iter().cloned());
+    file.dns = own.dns.clone();
+    file.views = own.views.clone();
     Ok(format!(
-        "# Written by `cordon learn` from what one run did, then {from_name}'s rules; check it, then use it.\n{}",
+        "# Written by `cordon learn` from what one run did, then the rules of {from_name}; check it, then use it.\n{}",
         toml::to_string_pretty(&file).map_err(|e| e.to_string())?
     ))
+}
+
+/// A policy file's own rules and base, as written (not merged with its
+/// base): TOML, or JSON for a `.json` file.
+fn own_rules(path: &str) -> Option<crate::policy::PolicyFile> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if path.ends_with(".json") {
+        serde_json::from_str(&text).ok()
+    } else {
+        toml::from_str(&text).ok()
+    }
 }
 
 /// The bundle's rootfs on the host.
@@ -171,5 +187,53 @@ impl Runtime {
             let _ = std::fs::remove_file(&tmp);
             format!("write {}: {e}", file.display())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A learned policy keeps the default's floor (its masks of kernel
+    /// files) whatever it grants, from a built-in or from a policy file.
+    #[test]
+    fn a_learned_grant_never_lifts_the_floor() {
+        let grants = [learn::Grant {
+            dir: "/proc".into(),
+            write: false,
+            uses: 1,
+            files: 1,
+            first: "/proc/self/status".into(),
+        }];
+        let dir = std::env::temp_dir().join(format!("cordon-learn-floor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("from.toml");
+        std::fs::write(
+            &file,
+            "name = \"mine\"\nextends = \"default\"\n[[net]]\ncidr = \"10.0.0.0/8\"\naction = \"deny\"\n",
+        )
+        .unwrap();
+        let file = file.to_string_lossy().into_owned();
+        for from_name in ["default", file.as_str()] {
+            let from = crate::filter::load_policy(from_name).unwrap();
+            let text = learned_text(from_name, &from, &grants, &[]).unwrap();
+            let p = crate::filter::policy_from_toml(&text, "learned").unwrap();
+            assert_eq!(
+                p.paths.access("/proc/self/status"),
+                crate::policy::PathAccess::ReadOnly,
+                "{from_name}"
+            );
+            assert_ne!(
+                p.paths.access("/proc/kallsyms"),
+                crate::policy::PathAccess::ReadOnly,
+                "{from_name}: {text}"
+            );
+            assert_eq!(
+                p.paths.access("/etc/passwd"),
+                crate::policy::PathAccess::Deny,
+                "{from_name}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
