@@ -171,3 +171,54 @@ fn policy_update_changes_network_rules_of_a_running_container() {
         stderr(&out)
     );
 }
+
+/// A fork of a container whose network namespace holds its resolver
+/// (host rules, a namespace joined by path) cannot have a second resolver
+/// there: the refusal says what to do, and `fork --netns new` gives the
+/// fork a namespace of its own (only its loopback), under its parent's
+/// policy.
+#[test]
+fn a_fork_of_a_container_with_host_rules_gets_a_namespace_of_its_own() {
+    let net = TestNet::new();
+    let mut env = Env::python(&["sleep", "1000"]);
+    net.configure(&mut env, "[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
+    env.config["root"]["readonly"] = false.into();
+    let data = TempDir::new("fork-data");
+    let config = data.path().join("config.toml");
+    std::fs::write(&config, format!("data_dir = {:?}\n", data.path().join("lib"))).unwrap();
+    env.config_file = Some(config);
+    env.write();
+    let id = unique("fork-ns");
+    let b = env.bundle.path().to_string_lossy().into_owned();
+    ok(&env.cordon(&["run", "-d", "--overlay", "-b", &b, &id]));
+    assert_eq!(ok(&env.cordon(&["checkpoint", &id, "--name", "base"])).trim(), "base");
+    let (same, own) = (format!("{id}-same"), format!("{id}-own"));
+    let refused = env.cordon(&["fork", &id, "base", &same]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("cordon fork --netns new"),
+        "{}",
+        stderr(&refused)
+    );
+    ok(&env.cordon(&["fork", "--netns", "new", &id, "base", &own]));
+    let state = env.state(&own);
+    assert_eq!(
+        state["annotations"]["org.cordon.policy"],
+        env.state(&id)["annotations"]["org.cordon.policy"]
+    );
+    let lookup = env.cordon(&[
+        "exec",
+        &own,
+        "python3",
+        "-c",
+        "import socket\ntry:\n    socket.getaddrinfo('allowed.test', 80)\n    print('resolved')\nexcept socket.gaierror as e:\n    print('gaierror')\nprint(open('/proc/net/dev').read().count(':'))",
+    ]);
+    assert_eq!(
+        ok(&lookup),
+        "gaierror\n1\n",
+        "its own namespace: only lo, no nameserver"
+    );
+    for c in [&own, &id] {
+        ok(&env.cordon(&["delete", "--force", c]));
+    }
+}

@@ -140,12 +140,25 @@ pub struct ForkArgs {
     /// must be the same
     #[arg(short, long)]
     pub bundle: Option<std::path::PathBuf>,
+    /// `new`: the fork gets a network namespace of its own (only its
+    /// loopback) instead of the one its bundle names, so a parent's
+    /// namespace with a resolver in it does not refuse the fork
+    #[arg(long, value_parser = ["new"])]
+    pub netns: Option<String>,
 }
 
 /// `policy`: the global `--policy`, which for a fork may only narrow the
 /// parent's policy.
 pub fn fork(rt: &Runtime, a: ForkArgs, policy: Option<&str>) -> anyhow::Result<i32> {
-    rt.fork(&a.container_id, &a.name, &a.new_id, a.bundle.as_deref(), policy)?;
+    let new_netns = a.netns.as_deref() == Some("new");
+    rt.fork(
+        &a.container_id,
+        &a.name,
+        &a.new_id,
+        a.bundle.as_deref(),
+        policy,
+        new_netns,
+    )?;
     Ok(0)
 }
 

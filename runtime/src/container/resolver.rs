@@ -247,7 +247,7 @@ pub fn hand_over(dir: &Path, pid: i32, plan: &Plan) -> Result<()> {
         let listen = UdpSocket::bind(address).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AddrInUse {
                 std::io::Error::other(format!(
-                    "{address} is taken in this network namespace (another container's resolver, or a DNS server of its own): one namespace holds one resolver"
+                    "{address} is taken in this network namespace (another container's resolver, or a DNS server of its own): one namespace holds one resolver (a fork of a container in it: `cordon fork --netns new` gives the fork a namespace of its own)"
                 ))
             } else {
                 e

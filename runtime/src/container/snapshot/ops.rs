@@ -266,9 +266,19 @@ impl super::super::Runtime {
     /// platform and enforcement level, or under `policy` when that only
     /// narrows `id`'s ([`Self::fork_policy`]). Standard streams on
     /// /dev/null. `id`'s lock is held, shared, only while the checkpoint's
-    /// files are linked: forks of one checkpoint run at once. Nothing of
-    /// `new_id` is left on error.
-    pub fn fork(&self, id: &str, name: &str, new_id: &str, bundle: Option<&Path>, policy: Option<&str>) -> Result<()> {
+    /// files are linked: forks of one checkpoint run at once. With
+    /// `new_netns`, the fork gets a network namespace of its own instead of
+    /// the one the bundle names ([`own_netns_bundle`]). Nothing of `new_id`
+    /// is left on error.
+    pub fn fork(
+        &self,
+        id: &str,
+        name: &str,
+        new_id: &str,
+        bundle: Option<&Path>,
+        policy: Option<&str>,
+        new_netns: bool,
+    ) -> Result<()> {
         super::super::validate::id(new_id)?;
         let (layer, lower) = self.own_layer_of(id, "fork")?;
         let meta = self.meta(id);
@@ -309,6 +319,11 @@ impl super::super::Runtime {
             layer.info(id, name)?;
             layer.fork_into(id, name, &lower, &new)?;
         }
+        let bundle = if new_netns {
+            own_netns_bundle(&spec, &root, &new.base).inspect_err(|_| new.remove(false))?
+        } else {
+            bundle
+        };
         let timing = crate::sys::timings::step("fork: create");
         let created = self.create(&super::super::CreateOptions {
             id: new_id.into(),
@@ -375,6 +390,26 @@ impl super::super::Runtime {
         let text = toml::to_string_pretty(&candidate.source).map_err(Error::RenderPolicy)?;
         Ok((asked.to_string(), text))
     }
+}
+
+/// A bundle for a fork with a network namespace of its own: `spec` with
+/// its network namespace made new (the path it joined dropped) and its
+/// rootfs `root` absolute, written to `base/bundle/config.json` (the
+/// fork's layer directory, which lives and goes with the fork). The
+/// namespace has only its loopback: the fork reaches no network until
+/// something (a CNI plugin, `ip link`) gives it one.
+fn own_netns_bundle(spec: &oci_spec::runtime::Spec, root: &Path, base: &Path) -> Result<PathBuf> {
+    let mut value = serde_json::to_value(spec)?;
+    value["root"]["path"] = root.to_string_lossy().into_owned().into();
+    if let Some(ns) = value["linux"]["namespaces"].as_array_mut() {
+        ns.retain(|n| n["type"] != "network");
+        ns.push(serde_json::json!({"type": "network"}));
+    }
+    let dir = base.join("bundle");
+    std::fs::create_dir_all(&dir).map_err(io_at("create", &dir))?;
+    let config = dir.join("config.json");
+    std::fs::write(&config, serde_json::to_vec_pretty(&value)?).map_err(io_at("write", &config))?;
+    Ok(dir)
 }
 
 /// The cgroup of fork `new_id` whose bundle's config is `spec`, when
