@@ -100,14 +100,14 @@ fn from_audit(rt: &Runtime, a: &LearnArgs, from: &cordon::policy::Policy) -> any
     match &spec {
         Some(spec) => {
             let rootfs = rootfs_of(&a.bundle, spec);
-            write_learned(a, from, &obs, |d| exists_at_create(&rootfs, spec, d), None)?;
+            write_learned(a, from, &obs, |d| exists_at_create(&rootfs, spec, d), None, &[])?;
         }
         None => {
             eprintln!(
                 "cordon learn: no bundle at {}: every directory is taken to exist",
                 a.bundle.display()
             );
-            write_learned(a, from, &obs, |_| true, None)?;
+            write_learned(a, from, &obs, |_| true, None, &[])?;
         }
     }
     Ok(0)
@@ -115,13 +115,15 @@ fn from_audit(rt: &Runtime, a: &LearnArgs, from: &cordon::policy::Policy) -> any
 
 /// Writes the policy learned from `obs` to `-o` (checked first: it must
 /// load), with `is_dir` saying what exists at create, and reports it; the
-/// job's exit status `code`, when there was a run, goes in the report.
+/// job's exit status `code`, when there was a run, goes in the report,
+/// and `seen` (resource suggestions) in both, as comments in the file.
 fn write_learned(
     a: &LearnArgs,
     from: &cordon::policy::Policy,
     obs: &Observed,
     is_dir: impl Fn(&str) -> bool,
     code: Option<i32>,
+    seen: &[String],
 ) -> anyhow::Result<()> {
     let cordon::container::learn::Learned {
         text,
@@ -129,8 +131,12 @@ fn write_learned(
         dests,
         ungranted,
     } = learned_policy(&a.from, from, obs, a.collapse, is_dir).map_err(anyhow::Error::msg)?;
-    std::fs::write(&a.output, &text).with_context(|| format!("write {}", a.output.display()))?;
+    let comments: String = seen.iter().map(|s| format!("# {s}\n")).collect();
+    std::fs::write(&a.output, format!("{comments}{text}")).with_context(|| format!("write {}", a.output.display()))?;
     report(&grants, &dests, &ungranted, code);
+    for s in seen {
+        eprintln!("cordon learn: {s}");
+    }
     if obs.ambiguous > 0 {
         eprintln!(
             "cordon learn: {} renames or links named paths holding \" -> \" and were left out (--verify shows what that costs)",
@@ -157,13 +163,36 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
         trace: false,
     };
     let code = run_once(rt, &id, &bundle, Some(inherit))?;
+    // Peak memory, from the cgroup before the delete (v1 max_usage; 0
+    // where the hierarchy does not keep it).
+    let peak = rt
+        .stats(&id)
+        .ok()
+        .and_then(|v| v["data"]["memory"]["memory"]["max_usage"].as_u64())
+        .filter(|&b| b > 0);
     let mut obs = Observed::default();
     for r in cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &id))? {
         obs.add(&r.syscall, &r.detail, &r.action, r.destination());
     }
     let _ = rt.delete(&id, true);
     let rootfs = rootfs_of(&a.bundle, &spec);
-    write_learned(a, from, &obs, |d| exists_at_create(&rootfs, &spec, d), Some(code))?;
+    let seen = peak
+        .map(|b| {
+            format!(
+                "peak memory {:.1} MiB while learning: a memory limit (linux.resources.memory.limit) of twice that is a start",
+                b as f64 / 1048576.0
+            )
+        })
+        .into_iter()
+        .collect::<Vec<_>>();
+    write_learned(
+        a,
+        from,
+        &obs,
+        |d| exists_at_create(&rootfs, &spec, d),
+        Some(code),
+        &seen,
+    )?;
     if !a.verify {
         return Ok(code);
     }
