@@ -100,14 +100,22 @@ fn from_audit(rt: &Runtime, a: &LearnArgs, from: &cordon::policy::Policy) -> any
     match &spec {
         Some(spec) => {
             let rootfs = rootfs_of(&a.bundle, spec);
-            write_learned(a, from, &obs, |d| exists_at_create(&rootfs, spec, d), None, &[])?;
+            write_learned(
+                a,
+                from,
+                &obs,
+                |d| exists_at_create(&rootfs, spec, d),
+                None,
+                &[],
+                Some(&rootfs),
+            )?;
         }
         None => {
             eprintln!(
                 "cordon learn: no bundle at {}: every directory is taken to exist",
                 a.bundle.display()
             );
-            write_learned(a, from, &obs, |_| true, None, &[])?;
+            write_learned(a, from, &obs, |_| true, None, &[], None)?;
         }
     }
     Ok(0)
@@ -124,6 +132,7 @@ fn write_learned(
     is_dir: impl Fn(&str) -> bool,
     code: Option<i32>,
     seen: &[String],
+    rootfs: Option<&Path>,
 ) -> anyhow::Result<()> {
     let cordon::container::learn::Learned {
         text,
@@ -133,7 +142,7 @@ fn write_learned(
     } = learned_policy(&a.from, from, obs, a.collapse, is_dir).map_err(anyhow::Error::msg)?;
     let comments: String = seen.iter().map(|s| format!("# {s}\n")).collect();
     std::fs::write(&a.output, format!("{comments}{text}")).with_context(|| format!("write {}", a.output.display()))?;
-    report(&grants, &dests, &ungranted, code);
+    report(&grants, &dests, &ungranted, code, rootfs);
     for s in seen {
         eprintln!("cordon learn: {s}");
     }
@@ -192,6 +201,7 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
         |d| exists_at_create(&rootfs, &spec, d),
         Some(code),
         &seen,
+        Some(&rootfs),
     )?;
     if !a.verify {
         return Ok(code);
@@ -268,23 +278,66 @@ fn run_once(rt: &Runtime, id: &str, bundle: &Path, inherit: Option<Inherited>) -
     Ok(foreground::wait(pid, &signals)?)
 }
 
+/// At most this many files are counted below one grant.
+const MAX_COUNT: u64 = 100_000;
+
+/// The files (of any kind) below container directory `dir` of `rootfs`,
+/// symlinks not followed, at most [`MAX_COUNT`].
+fn files_below(rootfs: &Path, dir: &str) -> u64 {
+    let mut count = 0;
+    let mut todo = vec![rootfs.join(dir.trim_start_matches('/'))];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            count += 1;
+            if count >= MAX_COUNT {
+                return count;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(e.path());
+            }
+        }
+    }
+    count
+}
+
 /// What was learned, on stderr: each rule with what it was learned from,
 /// sorted by what it grants beyond use (the directories granted whole
 /// first), and what no rule could take.
-fn report(grants: &[learn::Grant], dests: &[learn::Destination], ungranted: &[String], code: Option<i32>) {
+fn report(
+    grants: &[learn::Grant],
+    dests: &[learn::Destination],
+    ungranted: &[String],
+    code: Option<i32>,
+    rootfs: Option<&Path>,
+) {
     match code {
-        Some(code) => eprintln!("cordon learn: the job exited {code}; what the policy grants, widest first:"),
-        None => eprintln!("cordon learn: what the policy grants, widest first:"),
+        Some(code) => {
+            eprintln!("cordon learn: the job exited {code}; what the policy grants beyond use, widest first:")
+        }
+        None => eprintln!("cordon learn: what the policy grants beyond use, widest first:"),
     }
-    let mut sorted: Vec<&learn::Grant> = grants.iter().collect();
-    sorted.sort_by_key(|g| (g.files, g.dir.matches('/').count()));
-    for g in sorted {
+    // Files each grant covers in the rootfs (a mount's are not counted).
+    let mut sorted: Vec<(u64, &learn::Grant)> = grants
+        .iter()
+        .map(|g| (rootfs.map(|r| files_below(r, &g.dir)).unwrap_or(0), g))
+        .collect();
+    sorted.sort_by_key(|(n, g)| std::cmp::Reverse(n.saturating_sub(g.files as u64)));
+    for (n, g) in sorted {
         let access = if g.write { "allow" } else { "read-only" };
+        let covers = if n > 0 {
+            format!("{n}{} files in the rootfs", if n >= MAX_COUNT { "+" } else { "" })
+        } else {
+            "every file below (a mount, or not counted)".into()
+        };
         if g.files == 0 {
-            eprintln!("  {}/** {access}: a system directory, granted whole", esc(&g.dir));
+            eprintln!(
+                "  {}/** {access}: {covers}, a system directory granted whole",
+                esc(&g.dir)
+            );
         } else {
             eprintln!(
-                "  {}/** {access}: every file below, for {} files used ({} opens or changes)",
+                "  {}/** {access}: {covers}, {} of them used ({} opens or changes)",
                 esc(&g.dir),
                 g.files,
                 g.uses
