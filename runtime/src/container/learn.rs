@@ -181,13 +181,70 @@ impl Runtime {
             .unwrap_or_default();
         let rootfs = rootfs_of(&meta.bundle, &spec);
         let learned = learned_policy(&meta.policy, &from, &obs, 2, |d| exists_at_create(&rootfs, &spec, d))?;
-        let tmp = PathBuf::from(format!("{}.tmp-{}", file.display(), std::process::id()));
-        std::fs::write(&tmp, learned.text).map_err(|e| format!("write {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, file).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("write {}: {e}", file.display())
-        })
+        write_beneath(&self.config.annotations.learn, file, &learned.text)
     }
+}
+
+/// Writes `text` to `file`, which lies beneath one of the `allowed`
+/// directories (`[annotations] learn`), following nothing anyone may have
+/// changed since create: the file's directory is reached from the
+/// allowed one with no symlink on the way (`RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`), the text goes to a new file of a random name
+/// made there exclusively (`O_CREAT | O_EXCL`, never a planted link), and
+/// that is renamed over the name (a rename replaces a link, never
+/// follows it).
+fn write_beneath(allowed: &[String], file: &Path, text: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::fd::{AsFd, AsRawFd};
+    let refused = |why: &str| format!("write {}: {why}", file.display());
+    let entry = allowed
+        .iter()
+        .filter_map(|e| std::fs::canonicalize(e).ok())
+        .find(|e| file.starts_with(e))
+        .ok_or_else(|| refused("not beneath a directory [annotations] learn lists"))?;
+    let name = file.file_name().ok_or_else(|| refused("no file name"))?;
+    let rel = file
+        .parent()
+        .and_then(|p| p.strip_prefix(&entry).ok())
+        .ok_or_else(|| refused("not beneath its directory"))?;
+    let base = std::fs::File::open(&entry).map_err(|e| refused(&e.to_string()))?;
+    let dir = if rel.as_os_str().is_empty() {
+        base.as_fd().try_clone_to_owned().map_err(|e| refused(&e.to_string()))?
+    } else {
+        crate::sys::open_beneath_no_symlinks(base.as_fd(), rel)
+            .map_err(|e| refused(&format!("its directory, reached without a symlink: {e}")))?
+    };
+    for _ in 0..8 {
+        let tmp = format!(
+            ".{}.learn-{:04x}{:04x}",
+            name.to_string_lossy(),
+            crate::sys::random_u16(),
+            crate::sys::random_u16()
+        );
+        let c = std::ffi::CString::new(tmp.clone()).map_err(|e| refused(&e.to_string()))?;
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let how = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS;
+        let fd = match crate::sys::openat2(dir.as_fd(), &c, flags as u64, 0o644, how) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+            Err(e) => return Err(refused(&e.to_string())),
+        };
+        let mut f = std::fs::File::from(fd);
+        let renamed = f.write_all(text.as_bytes()).map_err(|e| e.to_string()).and_then(|()| {
+            nix::fcntl::renameat(Some(dir.as_raw_fd()), tmp.as_str(), Some(dir.as_raw_fd()), name)
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = renamed {
+            let _ = nix::unistd::unlinkat(
+                Some(dir.as_raw_fd()),
+                tmp.as_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+            return Err(refused(&e.to_string()));
+        }
+        return Ok(());
+    }
+    Err(refused("no free temporary name"))
 }
 
 #[cfg(test)]
@@ -234,6 +291,36 @@ mod tests {
                 "{from_name}"
             );
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The learned policy's file is written beneath its allowed directory
+    /// only: a directory swapped for a symlink since create is refused, and
+    /// a symlink at the file's name is replaced, never followed.
+    #[test]
+    fn the_learned_file_never_follows_a_link() {
+        let dir = std::env::temp_dir().join(format!("cordon-learn-write-{}", std::process::id()));
+        let (allowed, victim) = (dir.join("learned"), dir.join("victim"));
+        std::fs::create_dir_all(allowed.join("sub")).unwrap();
+        std::fs::create_dir_all(&victim).unwrap();
+        std::fs::write(victim.join("secret"), "ORIGINAL").unwrap();
+        let list = [allowed.to_string_lossy().into_owned()];
+        // A link at the name: replaced.
+        std::os::unix::fs::symlink(victim.join("secret"), allowed.join("p.toml")).unwrap();
+        write_beneath(&list, &allowed.join("p.toml"), "learned").unwrap();
+        assert_eq!(std::fs::read_to_string(victim.join("secret")).unwrap(), "ORIGINAL");
+        assert_eq!(std::fs::read_to_string(allowed.join("p.toml")).unwrap(), "learned");
+        assert!(!std::fs::symlink_metadata(allowed.join("p.toml"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // The directory swapped for a link: refused.
+        std::fs::remove_dir(allowed.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&victim, allowed.join("sub")).unwrap();
+        assert!(write_beneath(&list, &allowed.join("sub/evil.sh"), "x").is_err());
+        assert!(!victim.join("evil.sh").exists());
+        // Not beneath an allowed directory: refused.
+        assert!(write_beneath(&list, &victim.join("x"), "x").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

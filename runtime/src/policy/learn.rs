@@ -125,6 +125,14 @@ impl Observed {
         if !path.starts_with('/') {
             return;
         }
+        // A path spelled with `.`, `..` or `//` (the trail keeps the
+        // caller's spelling) names no directory a grant could take as
+        // written: left out, as ambiguous.
+        let body = path.strip_suffix("/.").unwrap_or(path);
+        if body.len() > 1 && body[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+            self.ambiguous += 1;
+            return;
+        }
         let e = self.files.entry(path.to_string()).or_default();
         if write {
             e.1 += 1;
@@ -345,6 +353,8 @@ mod tests {
             // A name with spaces and what looks like other paths.
             ("mkdir", "/tmp/a /etc/evil", "allow"),
             ("rename", "/tmp/x -> /etc/y -> /root/z", "allow"),
+            ("openat", "/./etc/hostname O_RDONLY", "allow"),
+            ("openat", "/tmp/.. O_RDONLY|O_DIRECTORY", "allow"),
         ] {
             o.add(s, d, a, None);
         }
