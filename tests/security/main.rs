@@ -327,7 +327,13 @@ fn cve_2019_5736_runtime_binary_cannot_be_overwritten_through_proc_exe() {
         .stderr(std::fs::File::create(logs.path().join("err")).unwrap())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    // Held until the hunter has read its exe link (or a minute passed: the
+    // assertions below then say what the hunter saw).
+    let seen = vol.path().join("ready.runtime");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !seen.exists() && Instant::now() < deadline && exec.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     drop(exec.stdin.take());
     let _ = exec.wait();
     std::thread::sleep(Duration::from_millis(500));
