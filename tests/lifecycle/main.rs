@@ -1161,6 +1161,32 @@ fn empty_capability_lists_give_no_capabilities() {
 // state machine, kill, delete
 // ---------------------------------------------------------------------------
 
+/// As runc and crun: `exec` into a created container runs in its
+/// namespaces before `start`, its exit status passed on, and leaves the
+/// container created; the user process then starts as usual.
+#[test]
+fn exec_into_a_created_container_runs_before_start() {
+    let env = Env::busybox(&["sh", "-c", "echo init ran"]);
+    let id = unique("execcreated");
+    let log = create(&env, &id);
+    let out = env.cordon(&["exec", &id, "sh", "-c", "echo exec ran in $(hostname); exit 3"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "exec into a created container: {}",
+        stderr(&out)
+    );
+    let host = env.config["hostname"].as_str().unwrap_or_default().to_string();
+    assert_eq!(stdout(&out), format!("exec ran in {host}\n"), "{}", stderr(&out));
+    assert_eq!(env.state(&id)["status"], "created");
+    assert_eq!(log.stdout(), "", "the user process ran before start");
+    ok(&env.cordon(&["start", &id]));
+    wait_status(&env, &id, "stopped");
+    assert_eq!(log.stdout(), "init ran\n");
+    ok(&env.cordon(&["delete", &id]));
+    assert_clean(&env, &id);
+}
+
 #[test]
 fn state_machine_create_start_stop_delete() {
     let env = Env::busybox(&["probe", "sleep", "1"]);
@@ -1962,7 +1988,7 @@ const HOOKS: &[(&str, &str)] = &[
 
 /// Runs a container with a `cat > DIR/<hook>.json` hook of every kind in
 /// [`HOOKS`]; returns what each hook received.
-fn run_with_hooks(id: &str) -> (Env, Vec<(String, String, Value)>) {
+fn run_with_hooks(id: &str, cgroups_path: bool) -> (Env, Vec<(String, String, Value)>) {
     let dir = TempDir::new("hooks");
     let mut env = Env::busybox(&["probe", "exit", "0"]);
     let mut hooks = json!({});
@@ -1976,9 +2002,11 @@ fn run_with_hooks(id: &str) -> (Env, Vec<(String, String, Value)>) {
     }
     env.config["hooks"] = hooks;
     // As engines do: with an explicit cgroupsPath cordon builds from the
-    // user's bundle itself (without one it builds from a copy with a
-    // default cgroupsPath, and hooks see that copy's directory).
-    env.config["linux"]["cgroupsPath"] = json!(format!("/cordon-hooks/{id}"));
+    // user's bundle itself; without one it builds from its own copy of the
+    // config with a default cgroupsPath.
+    if cgroups_path {
+        env.config["linux"]["cgroupsPath"] = json!(format!("/cordon-hooks/{id}"));
+    }
     ok(&env.run(id));
     let got = HOOKS
         .iter()
@@ -1996,7 +2024,7 @@ fn run_with_hooks(id: &str) -> (Env, Vec<(String, String, Value)>) {
 #[test]
 fn hooks_receive_the_state_on_stdin() {
     let id = unique("hooks");
-    let (env, got) = run_with_hooks(&id);
+    let (env, got) = run_with_hooks(&id, true);
     for (name, status, v) in &got {
         assert_eq!(v["id"], id.as_str(), "{name}: {v}");
         assert_eq!(v["status"], status.as_str(), "{name}: {v}");
@@ -2013,15 +2041,19 @@ fn hooks_receive_the_state_on_stdin() {
 
 #[test]
 fn hook_state_names_the_users_bundle() {
-    let id = unique("hookbundle");
-    let (env, got) = run_with_hooks(&id);
-    let b = fs::canonicalize(env.bundle.path()).unwrap();
-    for (name, _, v) in &got {
-        assert_eq!(
-            v["bundle"],
-            b.to_string_lossy().as_ref(),
-            "{name} hook got the wrong bundle: {v}"
-        );
+    // With the user's cgroupsPath, and with none (cordon then builds from
+    // its own copy of the config): the same bundle either way.
+    for cgroups_path in [true, false] {
+        let id = unique("hookbundle");
+        let (env, got) = run_with_hooks(&id, cgroups_path);
+        let b = fs::canonicalize(env.bundle.path()).unwrap();
+        for (name, _, v) in &got {
+            assert_eq!(
+                v["bundle"],
+                b.to_string_lossy().as_ref(),
+                "{name} hook got the wrong bundle (cgroupsPath given: {cgroups_path}): {v}"
+            );
+        }
     }
 }
 

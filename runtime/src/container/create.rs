@@ -401,7 +401,7 @@ impl Runtime {
             no_new_privs,
             lent_sys_admin,
         };
-        let container = self.build(opts, executor, &build_bundle)?;
+        let container = self.build(opts, executor, (bundle, &build_bundle))?;
         timing.end();
         if let Some((sock, starting)) = sock {
             drop(sock);
@@ -454,10 +454,16 @@ impl Runtime {
         Ok((views, Some(sock)))
     }
 
-    /// Builds container `opts.id` from `build_bundle` with libcontainer,
-    /// `executor` running last in its init; a failure names the step its
-    /// processes logged.
-    fn build(&self, opts: &CreateOptions, executor: CordonExecutor, build_bundle: &Path) -> Result<Container> {
+    /// Builds container `opts.id` with libcontainer from the config.json in
+    /// `build_bundle` (the user's `bundle` or cordon's copy of its config),
+    /// `executor` running last in its init; the state and every hook name
+    /// `bundle`. A failure names the step its processes logged.
+    fn build(
+        &self,
+        opts: &CreateOptions,
+        executor: CordonExecutor,
+        (bundle, build_bundle): (&Path, &Path),
+    ) -> Result<Container> {
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default());
         if let Some(stdio) = &opts.stdio {
             builder = stdio.apply(builder)?;
@@ -471,7 +477,8 @@ impl Runtime {
             .map_err(lib("pid file"))?
             .with_console_socket(opts.console_socket.as_ref())
             .with_preserved_fds(opts.preserve_fds)
-            .as_init(build_bundle)
+            .as_init(bundle)
+            .with_config_dir(build_bundle)
             .with_systemd(self.systemd_cgroup)
             .with_detach(opts.detach)
             .with_no_pivot(opts.no_pivot)

@@ -55,19 +55,13 @@ pub struct ExecOptions {
 }
 
 impl Runtime {
-    /// Starts a process in a running container (`runc exec`); returns its
-    /// host pid.
+    /// Starts a process in a running or created container (`runc exec`);
+    /// returns its host pid.
     pub fn exec(&self, opts: &ExecOptions) -> Result<nix::unistd::Pid> {
         let _lock = self.lock(&opts.id, false);
         let timing = timings::step("load the state and the policy");
         let c = self.load(&opts.id)?;
-        if c.status() != libcontainer::container::ContainerStatus::Running {
-            return Err(Error::BadState {
-                id: opts.id.clone(),
-                status: super::status_str(c.status()),
-                op: "exec",
-            });
-        }
+        can_exec(&c)?;
         let meta = self.meta(&opts.id);
         let policy = self.exec_policy(&opts.id, &meta)?;
         // As runc's exec: the process file's noNewPrivileges, else the
@@ -223,7 +217,7 @@ impl Runtime {
     }
 
     fn tty_process(&self, c: &Container, opts: &ExecOptions) -> Result<PathBuf> {
-        let spec = Spec::load(c.bundle().join("config.json")).map_err(|cause| Error::Spec {
+        let spec = Spec::load(Self::built_config(c)).map_err(|cause| Error::Spec {
             what: format!("read the config of {:?}", opts.id),
             cause,
         })?;
@@ -260,4 +254,19 @@ impl Runtime {
         std::fs::write(&path, json).map_err(io("write exec process.json"))?;
         Ok(path)
     }
+}
+
+/// Whether a process can join container `c`: as runc and crun, a running
+/// or a created one (its namespaces, mounts and supervisor exist before
+/// `start`); else `BadState`.
+fn can_exec(c: &Container) -> Result<()> {
+    use libcontainer::container::ContainerStatus::{Created, Running};
+    if matches!(c.status(), Running | Created) {
+        return Ok(());
+    }
+    Err(Error::BadState {
+        id: c.id().to_string(),
+        status: super::status_str(c.status()),
+        op: "exec",
+    })
 }

@@ -189,6 +189,12 @@ impl Runtime {
         cordon_dir(&self.root, id)
     }
 
+    /// The config.json container `c` was built from: cordon's copy of it
+    /// when create changed the config, else the bundle's.
+    pub(crate) fn built_config(c: &Container) -> PathBuf {
+        c.state.config_dir.as_ref().unwrap_or(c.bundle()).join("config.json")
+    }
+
     /// Loads container `id`'s state, refreshed against the live process.
     pub fn load(&self, id: &str) -> Result<Container> {
         validate::id(id)?;
@@ -260,7 +266,7 @@ impl Runtime {
         } else {
             meta.bundle.clone()
         };
-        let rootfs = libcontainer::oci_spec::runtime::Spec::load(c.bundle().join("config.json"))
+        let rootfs = libcontainer::oci_spec::runtime::Spec::load(Self::built_config(c))
             .ok()
             .and_then(|s| s.root().as_ref().map(|r| r.path().clone()))
             .map(|p| if p.is_absolute() { p } else { bundle.join(p) })

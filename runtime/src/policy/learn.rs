@@ -140,11 +140,6 @@ impl Observed {
             e.0 += 1;
         }
     }
-
-    /// Whether anything was observed.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.destinations.is_empty()
-    }
 }
 
 /// One generated path grant: the directory, whether it is written in, and
