@@ -23,7 +23,7 @@
 use std::fs;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -1933,6 +1933,27 @@ fn update_pids_and_memory_flags_change_the_cgroup() {
     );
     // The pids limit is untouched by a memory update.
     assert_eq!(cgroup_read(&id, "pids", "pids.max", "pids.max").as_deref(), Some("42"));
+}
+
+/// `memory.disableOOMKiller` reaches the cgroup as runc writes it (v1
+/// `memory.oom_control`; cgroup v2 has no such switch, and runc ignores
+/// it there too).
+#[test]
+fn disable_oom_killer_reaches_the_memory_cgroup() {
+    let mut env = Env::busybox(&["probe", "sleep", "30"]);
+    env.config["linux"]["resources"]["memory"] = json!({"limit": 67108864, "disableOOMKiller": true});
+    let id = unique("oomctl");
+    start_running(&env, &id);
+    match cgroup_read(&id, "memory", "memory.oom_control", "memory.oom_control") {
+        Some(text) => assert!(
+            text.lines().any(|l| l == "oom_kill_disable 1"),
+            "memory.oom_control: {text}"
+        ),
+        None => assert!(
+            !Path::new("/sys/fs/cgroup/memory").exists(),
+            "no memory.oom_control for {id} on a cgroup v1 host"
+        ),
+    }
 }
 
 /// Flags cordon cannot honour are refused; the others take effect on their

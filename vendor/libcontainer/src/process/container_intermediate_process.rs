@@ -338,7 +338,12 @@ fn apply_cgroups<
             resources,
             freezer_state: None,
             oom_score_adj: None,
-            disable_oom_killer: false,
+            // cordon patch: the config's memory.disableOOMKiller, as runc.
+            disable_oom_killer: resources
+                .memory()
+                .as_ref()
+                .and_then(|m| m.disable_oom_killer())
+                .unwrap_or(false),
         };
 
         cmanager.apply(&controller_opt).map_err(|err| {
