@@ -8,7 +8,9 @@
 //! open mode rule; 3 msghdr (56 bytes) then caller memory from address 0,
 //! gathered through its iovecs; 4 control messages (SCM_RIGHTS...);
 //! 5 the path helpers on raw bytes; 6 a DNS message, read as the
-//! resolver reads a container's query and a nameserver's answer to it.
+//! resolver reads a container's query and a nameserver's answer to it;
+//! 7 the first bytes of a relayed connection, read as a TLS ClientHello
+//! and as an HTTP request head.
 //!
 //! Oracle: no panic, and each decoder's documented shape (lengths, ranges,
 //! errno values).
@@ -35,16 +37,43 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    match which % 7 {
+    match which % 8 {
         0 => cstring(rest),
         1 => sockaddr(rest),
         2 => open_how(rest),
         3 => msghdr(rest),
         4 => control(rest),
         5 => paths(rest),
-        _ => dns(rest),
+        6 => dns(rest),
+        _ => wire(rest),
     }
 });
+
+/// The relay's readers of what a client sends first: a ClientHello's
+/// server name is a lower-case name of at most 253 bytes, a prefix of an
+/// incomplete hello is incomplete too; a request head's names are lower
+/// case with no port.
+fn wire(data: &[u8]) {
+    use cordon::supervisor::relay::{http, tls};
+    match tls::client_hello(data) {
+        tls::Hello::Name(n) => {
+            assert!(!n.is_empty() && n.len() <= 253 && n == n.to_ascii_lowercase());
+        }
+        tls::Hello::Incomplete => {
+            for cut in [0, data.len() / 2] {
+                assert_eq!(tls::client_hello(&data[..cut]), tls::Hello::Incomplete);
+            }
+        }
+        tls::Hello::NoName | tls::Hello::NotTls => {}
+    }
+    if let Ok(h) = http::parse_head(data) {
+        assert!(data.ends_with(b"\r\n\r\n"));
+        for n in &h.names {
+            assert!(!n.is_empty() && *n == n.to_ascii_lowercase());
+        }
+    }
+    let _ = http::chunk_size(data);
+}
 
 fn cstring(data: &[u8]) {
     let Some((&m, bytes)) = data.split_first() else { return };

@@ -24,6 +24,7 @@ use cordon_tests::*;
 mod ask;
 mod guards;
 mod live;
+mod wire;
 
 /// The two network namespaces, the servers, and what the DNS server was
 /// asked. Dropping it stops the servers and removes the namespaces.

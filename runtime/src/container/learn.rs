@@ -30,6 +30,7 @@ pub fn observing_policy(from: &Policy, spec: &serde_json::Value) -> Result<Strin
             ports: Vec::new(),
             action: crate::policy::NetAction::Deny,
             max_names: None,
+            sni: None,
             note: Some("cordon learn: brings lookups through the supervisor's resolver".into()),
             message: None,
         });

@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use levels::Enforcement;
-pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile};
-pub use net::{embedded_v4, family_name, is_internal, NetPolicy};
+pub use model::{Action, ArgMatch, NetAction, PathAccess, PolicyFile, Sni};
+pub use net::{embedded_v4, family_name, is_internal, NetPolicy, Wire};
 pub use path::{is_write_open, PathPolicy};
 
 use crate::abi::table;

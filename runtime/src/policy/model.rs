@@ -180,6 +180,13 @@ pub struct NetRule {
     /// exfiltration channel stays slow and visible). Default 16.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_names: Option<u32>,
+    /// For a `host` rule: whether a connection it allows must carry an
+    /// allowed name on the wire (docs/POLICY.md, "Names on the wire"): on
+    /// the TLS ports ([`TLS_PORTS`]) the ClientHello's server name, on the
+    /// HTTP ports ([`HTTP_PORTS`]) every request's `Host`. Default
+    /// `required`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni: Option<Sni>,
     /// Why the rule exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -188,6 +195,30 @@ pub struct NetRule {
     /// platform can feed it back (docs/POLICY.md, "In the audit trail").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+/// Ports whose connections allowed by a `host` rule must open with a TLS
+/// ClientHello naming an allowed server ([`NetRule::sni`]).
+pub const TLS_PORTS: [u16; 2] = [443, 8443];
+
+/// Ports whose connections allowed by a `host` rule must be HTTP/1.x
+/// requests each naming an allowed `Host` ([`NetRule::sni`]).
+pub const HTTP_PORTS: [u16; 2] = [80, 8080];
+
+/// A `host` rule's check of the name on the wire ([`NetRule::sni`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sni {
+    /// A connection on a TLS or HTTP port must name an allowed host: one
+    /// that names none is refused.
+    #[default]
+    Required,
+    /// As `required`, but a connection that names no host (a ClientHello
+    /// without a server name, an HTTP/1.0 request without `Host`, another
+    /// protocol) passes.
+    Optional,
+    /// Not checked: the rule allows the addresses its names resolved to.
+    Off,
 }
 
 /// Distinct names a wildcard host rule forwards per minute by default

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::model::{NetAction, NetRule};
+use super::model::{NetAction, NetRule, Sni};
 use super::names::HostPattern;
 
 /// What a rule matches: an address range, host names, or every address
@@ -144,6 +144,18 @@ pub struct NetPolicy {
     default: NetAction,
     /// Per rule: the names a wildcard host rule forwards per minute.
     caps: Vec<Option<u32>>,
+    /// Per rule: the check of the name on the wire (host rules).
+    sni: Vec<Sni>,
+}
+
+/// The protocol whose name a connection must carry on the wire
+/// ([`NetPolicy::wire_check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// A TLS ClientHello's server name.
+    Tls,
+    /// Every HTTP/1.x request's `Host`.
+    Http,
 }
 
 impl Default for NetPolicy {
@@ -152,6 +164,7 @@ impl Default for NetPolicy {
             rules: Vec::new(),
             default: NetAction::Allow,
             caps: Vec::new(),
+            sni: Vec::new(),
         }
     }
 }
@@ -166,6 +179,7 @@ impl NetPolicy {
     pub fn compile(rules: &[NetRule], default: NetAction) -> Result<Self, (usize, &'static str, String)> {
         let mut out = Vec::with_capacity(rules.len());
         let mut caps = Vec::with_capacity(rules.len());
+        let mut sni = Vec::with_capacity(rules.len());
         for (i, r) in rules.iter().enumerate() {
             let target = match (&r.cidr, &r.host) {
                 _ if r.family.is_some() && (r.cidr.is_some() || r.host.is_some()) => {
@@ -225,6 +239,10 @@ impl NetPolicy {
                 Target::Host(h) if h.is_wildcard() => Some(r.max_names.unwrap_or(super::model::DEFAULT_MAX_NAMES)),
                 _ => None,
             };
+            if r.sni.is_some() && !matches!(&target, Target::Host(_)) {
+                return Err((i, "sni", "only a host rule checks the name on the wire".into()));
+            }
+            sni.push(r.sni.unwrap_or_default());
             out.push((target, r.ports.clone(), r.action));
             caps.push(cap);
         }
@@ -232,6 +250,7 @@ impl NetPolicy {
             rules: out,
             default,
             caps,
+            sni,
         })
     }
 
@@ -318,6 +337,27 @@ impl NetPolicy {
         })
     }
 
+    /// What a connection to `port` that rule `i` allowed must carry on the
+    /// wire: for a `host` rule that does not turn the check off, on a TLS
+    /// or HTTP port ([`super::model::TLS_PORTS`], [`super::model::HTTP_PORTS`]),
+    /// the protocol and whether a connection naming no host passes.
+    pub fn wire_check(&self, i: usize, port: u16) -> Option<(Wire, Sni)> {
+        let (Target::Host(_), _, action) = self.rules.get(i)? else {
+            return None;
+        };
+        let sni = *self.sni.get(i)?;
+        if *action == NetAction::Deny || sni == Sni::Off {
+            return None;
+        }
+        if super::model::TLS_PORTS.contains(&port) {
+            Some((Wire::Tls, sni))
+        } else if super::model::HTTP_PORTS.contains(&port) {
+            Some((Wire::Http, sni))
+        } else {
+            None
+        }
+    }
+
     /// How many distinct names rule `i` forwards per minute, when it is
     /// a wildcard host rule ([`super::model::NetRule::max_names`]).
     pub fn name_cap(&self, i: usize) -> Option<u32> {
@@ -399,6 +439,7 @@ mod tests {
                 ports: vec![443],
                 action: NetAction::Allow,
                 max_names: None,
+                sni: None,
                 message: None,
                 note: None,
             },
@@ -409,6 +450,7 @@ mod tests {
                 ports: vec![],
                 action: NetAction::Deny,
                 max_names: None,
+                sni: None,
                 message: None,
                 note: None,
             },
@@ -438,6 +480,7 @@ mod tests {
             ports: vec![],
             action: NetAction::Allow,
             max_names: None,
+            sni: None,
             message: None,
             note: None,
         };
@@ -460,6 +503,7 @@ mod name_tests {
             ports: ports.to_vec(),
             action: NetAction::Allow,
             max_names: None,
+            sni: None,
             message: None,
             note: None,
         };
@@ -499,6 +543,7 @@ mod name_tests {
             ports: ports.to_vec(),
             action,
             max_names: None,
+            sni: None,
             message: None,
             note: None,
         }

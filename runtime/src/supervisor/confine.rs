@@ -120,6 +120,13 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_recvmsg,
     libc::SYS_getsockopt,
     libc::SYS_shutdown,
+    // The relay that checks names on the wire (supervisor/relay): its
+    // loopback listener, the accepted peer's address, SO_LINGER.
+    libc::SYS_bind,
+    libc::SYS_listen,
+    libc::SYS_getsockname,
+    libc::SYS_getpeername,
+    libc::SYS_setsockopt,
     // pidfds, tracee memory, credentials of the caller
     libc::SYS_pidfd_open,
     libc::SYS_pidfd_getfd,
@@ -172,21 +179,36 @@ fn program(
         let c = seccompiler::SeccompCondition::new(0, seccompiler::SeccompCmpArgLen::Qword, op, libc::CLONE_FS as u64)?;
         Ok(seccompiler::SeccompRule::new(vec![c])?)
     };
-    // setns(fd, CLONE_NEWUTS) alone, for the threads that read a
-    // caller's hostname and domain name in its UTS namespace for the
-    // emulated uname (syscalls/uname.rs): that namespace holds nothing but
-    // the two names. Any other setns kills the process.
-    let new_uts = |op| -> Result<seccompiler::SeccompRule, ConfineError> {
-        let c =
-            seccompiler::SeccompCondition::new(1, seccompiler::SeccompCmpArgLen::Dword, op, libc::CLONE_NEWUTS as u64)?;
-        Ok(seccompiler::SeccompRule::new(vec![c])?)
+    // setns(fd, CLONE_NEWUTS), for the threads that read a caller's
+    // hostname and domain name in its UTS namespace for the emulated
+    // uname (syscalls/uname.rs), and setns(fd, CLONE_NEWNET), for the
+    // short-lived threads of the relay that make its sockets in the
+    // network namespace of the caller's socket (relay/mod.rs): a thread
+    // that joined one holds nothing but the sockets it makes there. Any
+    // other setns kills the process.
+    let ns_type = |op, ns: libc::c_int| -> Result<seccompiler::SeccompCondition, ConfineError> {
+        Ok(seccompiler::SeccompCondition::new(
+            1,
+            seccompiler::SeccompCmpArgLen::Dword,
+            op,
+            ns as u64,
+        )?)
     };
     if matched == SeccompAction::KillProcess {
-        map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Ne)?]);
-        map.insert(libc::SYS_setns, vec![new_uts(seccompiler::SeccompCmpOp::Ne)?]);
+        use seccompiler::SeccompCmpOp::Ne;
+        map.insert(libc::SYS_unshare, vec![clone_fs(Ne)?]);
+        let other = vec![ns_type(Ne, libc::CLONE_NEWUTS)?, ns_type(Ne, libc::CLONE_NEWNET)?];
+        map.insert(libc::SYS_setns, vec![seccompiler::SeccompRule::new(other)?]);
     } else {
-        map.insert(libc::SYS_unshare, vec![clone_fs(seccompiler::SeccompCmpOp::Eq)?]);
-        map.insert(libc::SYS_setns, vec![new_uts(seccompiler::SeccompCmpOp::Eq)?]);
+        use seccompiler::SeccompCmpOp::Eq;
+        map.insert(libc::SYS_unshare, vec![clone_fs(Eq)?]);
+        let one = |ns| -> Result<seccompiler::SeccompRule, ConfineError> {
+            Ok(seccompiler::SeccompRule::new(vec![ns_type(Eq, ns)?])?)
+        };
+        map.insert(
+            libc::SYS_setns,
+            vec![one(libc::CLONE_NEWUTS)?, one(libc::CLONE_NEWNET)?],
+        );
     }
     let filter = SeccompFilter::new(map, mismatch, matched, TargetArch::x86_64)?;
     Ok(filter.try_into()?)

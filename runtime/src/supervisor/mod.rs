@@ -24,6 +24,7 @@ mod lifetime;
 mod notify;
 mod platform;
 mod ptrace;
+pub mod relay;
 pub mod syscalls;
 pub mod update;
 pub(crate) mod views;
@@ -112,7 +113,7 @@ pub struct Supervisor {
     /// update` replaces it ([`Supervisor::replace_policy`]).
     policy: std::sync::RwLock<Arc<Policy>>,
     /// The audit trail.
-    pub audit: audit::AuditLog,
+    pub audit: Arc<audit::AuditLog>,
     /// Hostname shown by the emulated uname.
     pub hostname: String,
     /// Kernel release and version shown by the emulated uname (the
@@ -271,7 +272,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
             std::time::Duration::from_millis(u64::from(opts.ask_timeout_ms)),
         ),
         policy: std::sync::RwLock::new(Arc::new(policy)),
-        audit,
+        audit: Arc::new(audit),
         hostname: opts.hostname.clone(),
         identity,
         init: std::sync::OnceLock::new(),

@@ -130,3 +130,34 @@ pub fn recv_with_fds<const N: usize>(
     }
     Ok((msg.bytes, Some(fds)))
 }
+
+/// The TCP state of `sock` (`tcpi_state` of `TCP_INFO`, tcp(7); 7 is
+/// `TCP_CLOSE`: neither connected nor connecting).
+pub fn tcp_state(sock: BorrowedFd<'_>) -> io::Result<u8> {
+    let mut info = [0u8; 256];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: a buffer of the length we pass; the kernel writes at most
+    // that much and sets `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    cvt(r as isize)?;
+    Ok(info[0])
+}
+
+/// The network namespace `sock` was made in (`SIOCGSKNS`, sock(7)), as a
+/// new fd for setns(2). Needs CAP_NET_ADMIN over that namespace.
+pub fn netns_of(sock: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    const SIOCGSKNS: libc::c_ulong = 0x894C;
+    // SAFETY: SIOCGSKNS takes no argument and returns a new fd.
+    let fd = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCGSKNS) };
+    cvt(fd as isize)?;
+    // SAFETY: a new fd the kernel just opened for us; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}

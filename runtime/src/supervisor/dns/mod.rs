@@ -9,8 +9,8 @@
 //!   connected to each nameserver the container was configured with (its
 //!   resolv.conf), also in that namespace, and hands them to the
 //!   supervisor before the container runs ([`super::handshake`]). The
-//!   supervisor never enters the container's namespace itself: its own
-//!   seccomp filter keeps setns(CLONE_NEWNET) fatal. The container's
+//!   resolver never enters the container's namespace itself (only the
+//!   relay's short-lived threads do, [`super::relay`]). The container's
 //!   /etc/resolv.conf is a read-only bind mount naming [`RESOLVER_V4`].
 //!   A TCP listener on the same address serves what a client retries over
 //!   TCP (a truncated answer, `options use-vc`), one connection at a time.

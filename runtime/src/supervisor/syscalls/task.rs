@@ -197,7 +197,7 @@ pub(crate) mod fake {
                 id: "test".into(),
                 asker: crate::supervisor::ask::Asker::default(),
                 policy: std::sync::RwLock::new(std::sync::Arc::new(policy)),
-                audit: crate::supervisor::audit::AuditLog::open(None).expect("audit"),
+                audit: std::sync::Arc::new(crate::supervisor::audit::AuditLog::open(None).expect("audit")),
                 hostname: "box".into(),
                 identity: ("6.1.0-virtual".into(), "#1 SMP cordon".into()),
                 init: std::sync::OnceLock::new(),

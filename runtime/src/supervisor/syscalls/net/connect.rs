@@ -23,6 +23,28 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
         Ok(p) => p,
         Err(out) => return out,
     };
+    if let Some((wire, sni, dest)) = wire_plan(ctx, &addr).filter(|_| crate::supervisor::relay::steerable(&sock)) {
+        // Through the relay, which checks the name on the wire; the
+        // upstream connect may take a while, so always on a thread.
+        let plan = crate::supervisor::relay::Plan {
+            wire,
+            sni,
+            dest,
+            policy: ctx.sup().policy(),
+            audit: std::sync::Arc::clone(&ctx.sup().audit),
+            pid: ctx.pid(),
+            detail: detail.clone(),
+        };
+        let (d2, by2) = (detail.clone(), by.clone());
+        let job = Box::new(move |_: &Ctx<'_>| {
+            let reply = match crate::supervisor::relay::steer(sock, plan) {
+                0 => Reply::Value(0),
+                e => Reply::Errno(e),
+            };
+            Outcome::new(reply, Decision::Allow, d2).by(by2)
+        });
+        return Outcome::new(Reply::Blocking(job), Decision::Allow, detail).by(by);
+    }
     let blocking = is_blocking(&sock);
     // The peer sees the caller's uid and gid (SO_PEERCRED); the socket file
     // is reached with its credentials (connect needs write permission).

@@ -101,6 +101,23 @@ impl Addr {
         }
     }
 
+    /// [`Addr::ip`] as a socket address, with an IPv6 address's flow
+    /// label and scope (`sin6_flowinfo`, `sin6_scope_id`) when the caller
+    /// passed a whole `sockaddr_in6`.
+    pub fn socket_addr(&self) -> Option<std::net::SocketAddr> {
+        let (ip, port) = self.ip()?;
+        Some(match ip {
+            IpAddr::V4(v4) => std::net::SocketAddr::new(IpAddr::V4(v4), port),
+            IpAddr::V6(v6) => {
+                let b = &self.bytes;
+                let word = |at: usize| b.get(at..at + 4).map(|w| [w[0], w[1], w[2], w[3]]);
+                let flow = word(4).map(u32::from_be_bytes).unwrap_or(0);
+                let scope = word(24).map(u32::from_ne_bytes).unwrap_or(0);
+                std::net::SocketAddr::V6(std::net::SocketAddrV6::new(v6, port, flow, scope))
+            }
+        })
+    }
+
     /// The IP destination a datagram sent to this address goes to:
     /// [`Addr::ip`], and for `AF_UNSPEC` with at least 16 bytes the IPv4
     /// reading, because udp(7) and raw(7) IPv4 sockets take an `AF_UNSPEC`
@@ -145,6 +162,40 @@ impl Addr {
             (f, _) => format!("family {f} ({})", crate::policy::family_name(f)),
         }
     }
+}
+
+/// Where a connect to `addr` goes through the relay that checks the name
+/// on the wire ([`crate::supervisor::relay`]): when a `host` rule allowed
+/// it ([`check`] gave `Ok(Some(_))`) and checks names on that port
+/// ([`crate::policy::NetPolicy::wire_check`]). Returns the protocol, the
+/// rule's `sni` and the destination.
+fn wire_plan(
+    t: &(impl Task + ?Sized),
+    addr: &Addr,
+) -> Option<(crate::policy::Wire, crate::policy::Sni, std::net::SocketAddr)> {
+    let (ip, port) = addr.ip()?;
+    let sup = t.sup();
+    let policy = sup.policy();
+    if !policy.net.has_names() {
+        return None;
+    }
+    let names = sup.names.of(ip);
+    let (action, rule, which) = policy.net.decide_named(ip, port, &names);
+    which?;
+    if action == NetAction::Deny {
+        return None;
+    }
+    let (wire, sni) = policy.net.wire_check(rule?, port)?;
+    Some((wire, sni, addr.socket_addr()?))
+}
+
+/// Whether a send with `flags` on `sock` to `addr` would open a TCP
+/// connection past the relay: MSG_FASTOPEN on a TCP socket neither
+/// connected nor connecting, to a destination whose name is checked on
+/// the wire ([`wire_plan`]). Such a send is refused with EOPNOTSUPP, what
+/// the kernel answers when TCP Fast Open is off for clients.
+fn fastopen_past_relay(t: &(impl Task + ?Sized), addr: &Addr, sock: &OwnedFd, flags: i32) -> bool {
+    flags & libc::MSG_FASTOPEN != 0 && wire_plan(t, addr).is_some() && crate::supervisor::relay::steerable(sock)
 }
 
 /// Ports that carry DNS (53) and DNS over TLS (853): under a policy with

@@ -34,6 +34,11 @@ pub fn sendto(ctx: &dyn Task) -> Outcome {
         return Outcome::new(Reply::Errno(e), Decision::Deny, detail);
     }
     let flags = ctx.arg(3) as i32;
+    if fastopen_past_relay(ctx, &addr, &sock, flags) {
+        return Outcome::new(Reply::Errno(libc::EOPNOTSUPP), Decision::Deny, detail).by(Some(
+            "MSG_FASTOPEN to a destination whose name is checked on the wire".into(),
+        ));
+    }
     let run = move || {
         let r = as_caller_identity(&creds, || {
             sent(sys::net::sendto(
@@ -382,11 +387,22 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     }
     let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
+    let flags = ctx.arg(2) as i32;
+    if msg
+        .addr
+        .as_ref()
+        .is_some_and(|a| fastopen_past_relay(ctx, a, &sock, flags))
+    {
+        return Ok(
+            Outcome::new(Reply::Errno(libc::EOPNOTSUPP), Decision::Deny, detail).by(Some(
+                "MSG_FASTOPEN to a destination whose name is checked on the wire".into(),
+            )),
+        );
+    }
     let ready = match make_ready(ctx, msg, &sock, &creds, &detail) {
         Ok(r) => r,
         Err(out) => return Ok(out),
     };
-    let flags = ctx.arg(2) as i32;
     let blocking = flags & libc::MSG_DONTWAIT == 0 && is_blocking(&sock);
     let run = move || ready.send(&sock, &creds, flags);
     if blocking {

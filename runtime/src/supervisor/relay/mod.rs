@@ -1,0 +1,463 @@
+//! Names checked on the wire: a TCP connection that a `host` rule allowed
+//! to a TLS or HTTP port ([`crate::policy::NetPolicy::wire_check`]) goes
+//! through the supervisor, which reads what the client sends first and
+//! lets it on only for a name the policy allows there.
+//!
+//! A host rule authorises the addresses its names resolved to; a CDN
+//! serves many sites from one address, so without this an allowed name's
+//! address carries every other site on it. With it:
+//! - the supervisor connects a socket of its own to the destination, made
+//!   in the caller's socket's network namespace (`SIOCGSKNS`, then
+//!   setns(CLONE_NEWNET) on a short-lived thread), so a refused or
+//!   unreachable destination fails the caller's connect with the kernel's
+//!   errno, as without the relay;
+//! - the caller's socket (our copy of it: the same object, its options
+//!   and O_NONBLOCK kept) is connected instead to a listener the
+//!   supervisor made on that namespace's loopback for this connection
+//!   alone; the connection accepted there is the one whose peer is the
+//!   caller's socket's own address, nothing else;
+//! - two threads relay the bytes. Client to server: on a TLS port the
+//!   ClientHello is read whole ([`tls::client_hello`]) and its server name
+//!   must be allowed for the destination
+//!   ([`crate::policy::NetPolicy::decide_named`] with that name); on an
+//!   HTTP port every request head is read ([`http::parse_head`]), its
+//!   `Host` (and an absolute target's host) must be allowed, and its body
+//!   is passed on by its length, so the next request on a keep-alive
+//!   connection is checked too. Nothing the client sent reaches the server
+//!   before its name was checked. A name refused, a connection naming none
+//!   under `sni = "required"`, or a request the relay cannot frame ends the
+//!   connection with a reset, recorded in the audit trail with the name
+//!   asked for.
+//!
+//! What the caller sees differently from a direct connection (docs/POLICY.md,
+//! "Names on the wire"): `getpeername` and `getsockname` give the loopback
+//! addresses of the relay, and socket options set on its socket do not
+//! reach the packets the supervisor's own socket sends.
+
+pub mod http;
+pub mod tls;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::policy::{NetAction, Policy, Sni, Wire};
+use crate::supervisor::audit::{AuditLog, Decision};
+use crate::sys;
+
+/// At most this many connections are relayed at once per container; a
+/// connect past it fails with EAGAIN (connect(2): no more local ports).
+pub const MAX_RELAYS: usize = 512;
+
+/// How long the client has to send its ClientHello or a request head.
+const FIRST_BYTES: Duration = Duration::from_secs(30);
+
+/// `TCP_CLOSE` (tcp_states.h): a socket neither connected nor connecting.
+const TCP_CLOSE: u8 = 7;
+
+static RELAYS: AtomicUsize = AtomicUsize::new(0);
+
+/// What a steered connection must carry, and what the trail says of it.
+pub struct Plan {
+    /// TLS or HTTP.
+    pub wire: Wire,
+    /// Whether a connection naming no host passes.
+    pub sni: Sni,
+    /// The destination.
+    pub dest: SocketAddr,
+    /// The policy the connect was decided under.
+    pub policy: Arc<Policy>,
+    /// The trail.
+    pub audit: Arc<AuditLog>,
+    /// The caller's host tid, for the trail.
+    pub pid: i32,
+    /// The connect's audit detail (`allowed.test (192.0.2.1):443`).
+    pub detail: String,
+}
+
+/// Whether `sock` is a TCP socket that is neither connected nor
+/// connecting: only such a connect is steered (another one gets the
+/// kernel's answer, EISCONN or EALREADY, from a direct connect).
+pub fn steerable(sock: &OwnedFd) -> bool {
+    let fd = sock.as_fd();
+    sys::net::sockopt_int(fd, libc::SO_TYPE).ok() == Some(libc::SOCK_STREAM)
+        && sys::net::sockopt_int(fd, libc::SO_PROTOCOL).ok() == Some(libc::IPPROTO_TCP)
+        && sys::net::tcp_state(fd).ok() == Some(TCP_CLOSE)
+}
+
+/// Connects the caller's socket `sock` through a relay to `plan.dest`:
+/// returns the connect's result for the caller, 0 or an errno (the
+/// destination's; EINPROGRESS for a non-blocking socket, the relay then
+/// running).
+pub fn steer(sock: OwnedFd, plan: Plan) -> i32 {
+    if RELAYS.fetch_add(1, Ordering::SeqCst) >= MAX_RELAYS {
+        RELAYS.fetch_sub(1, Ordering::SeqCst);
+        return libc::EAGAIN;
+    }
+    match steer_counted(sock, plan) {
+        Ok(r) => r,
+        Err(e) => {
+            RELAYS.fetch_sub(1, Ordering::SeqCst);
+            e
+        }
+    }
+}
+
+/// [`steer`], once counted: `Ok` once the relay runs (0 or EINPROGRESS),
+/// `Err` when nothing was started.
+fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    let ns = sys::net::netns_of(sock.as_fd()).map_err(errno)?;
+    let v6 = sys::net::sockopt_int(sock.as_fd(), libc::SO_DOMAIN).ok() == Some(libc::AF_INET6);
+    let dest = plan.dest;
+    // In the socket's namespace: the upstream connection, then the
+    // listener (after it: a destination that refuses leaves nothing).
+    let (upstream, listener) = std::thread::scope(|s| {
+        s.spawn(|| -> std::io::Result<(TcpStream, TcpListener)> {
+            nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)?;
+            let upstream = TcpStream::connect(dest)?;
+            let listener = if v6 {
+                TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).or_else(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?
+            } else {
+                TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+            };
+            Ok((upstream, listener))
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::from_raw_os_error(libc::EIO)))
+    })
+    .map_err(errno)?;
+    let at = listener.local_addr().map_err(errno)?;
+    let to = sockaddr(match (v6, at) {
+        (true, SocketAddr::V4(a)) => SocketAddr::new(IpAddr::V6(a.ip().to_ipv6_mapped()), a.port()),
+        _ => at,
+    });
+    let result = match sys::net::connect(sock.as_fd(), &to) {
+        Ok(()) => 0,
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => libc::EINPROGRESS,
+        Err(e) => return Err(errno(e)),
+    };
+    let client = accept_from(&listener, &sock).ok_or(libc::ECONNREFUSED)?;
+    drop(listener);
+    let upstream = Arc::new(upstream);
+    let client = Arc::new(client);
+    let refused = Arc::new(AtomicBool::new(false));
+    let (c, u, r) = (Arc::clone(&client), Arc::clone(&upstream), Arc::clone(&refused));
+    let back = std::thread::Builder::new()
+        .name("relay".into())
+        .spawn(move || server_to_client(&u, &c, &r));
+    let Ok(back) = back else {
+        return Err(libc::EAGAIN);
+    };
+    let forth = std::thread::Builder::new().name("relay".into()).spawn(move || {
+        client_to_server(&client, &upstream, &plan, &refused);
+        let _ = back.join();
+        RELAYS.fetch_sub(1, Ordering::SeqCst);
+    });
+    if forth.is_err() {
+        return Err(libc::EAGAIN);
+    }
+    Ok(result)
+}
+
+/// The raw `sockaddr` bytes of `a` (`sockaddr_in` or `sockaddr_in6`).
+pub fn sockaddr(a: SocketAddr) -> Vec<u8> {
+    let mut b = Vec::with_capacity(28);
+    match a {
+        SocketAddr::V4(a) => {
+            b.extend((libc::AF_INET as u16).to_ne_bytes());
+            b.extend(a.port().to_be_bytes());
+            b.extend(a.ip().octets());
+            b.extend([0u8; 8]);
+        }
+        SocketAddr::V6(a) => {
+            b.extend((libc::AF_INET6 as u16).to_ne_bytes());
+            b.extend(a.port().to_be_bytes());
+            b.extend(a.flowinfo().to_be_bytes());
+            b.extend(a.ip().octets());
+            b.extend(a.scope_id().to_ne_bytes());
+        }
+    }
+    b
+}
+
+/// The connection on `listener` whose peer is `sock`'s own address,
+/// within a few seconds; others (a process in the namespace that found
+/// the port first) are closed.
+fn accept_from(listener: &TcpListener, sock: &OwnedFd) -> Option<TcpStream> {
+    let own = nix::sys::socket::getsockname::<nix::sys::socket::SockaddrStorage>(sock.as_raw_fd()).ok()?;
+    let own = storage_addr(&own)?;
+    listener.set_nonblocking(true).ok()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        match listener.accept() {
+            Ok((c, peer)) if same(peer, own) => {
+                c.set_nonblocking(false).ok()?;
+                return Some(c);
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let mut fds = [nix::poll::PollFd::new(listener.as_fd(), nix::poll::PollFlags::POLLIN)];
+                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u8));
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn storage_addr(s: &nix::sys::socket::SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(a) = s.as_sockaddr_in() {
+        return Some(SocketAddr::new(IpAddr::V4(a.ip()), a.port()));
+    }
+    s.as_sockaddr_in6()
+        .map(|a| SocketAddr::new(IpAddr::V6(a.ip()), a.port()))
+}
+
+/// Whether two socket addresses are the same, an IPv4-mapped IPv6 one
+/// equal to its IPv4 address.
+fn same(a: SocketAddr, b: SocketAddr) -> bool {
+    let plain = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    a.port() == b.port() && plain(a.ip()) == plain(b.ip())
+}
+
+/// Copies what the server sends to the client until either side ends; a
+/// reset by the server resets the client. Once the other direction
+/// `refused` the client, its end is left to the reset.
+fn server_to_client(upstream: &TcpStream, client: &TcpStream, refused: &AtomicBool) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut from = upstream;
+    let mut to = client;
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => {
+                if !refused.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Write);
+                }
+                return;
+            }
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    let _ = upstream.shutdown(Shutdown::Both);
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                reset(client);
+                return;
+            }
+        }
+    }
+}
+
+/// Ends `client`'s connection with a reset once the last copy of it
+/// closes (SO_LINGER with a zero timeout), and wakes its readers.
+fn reset(client: &TcpStream) {
+    let _ = nix::sys::socket::setsockopt(
+        client,
+        nix::sys::socket::sockopt::Linger,
+        &libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        },
+    );
+    let _ = client.shutdown(Shutdown::Read);
+}
+
+/// Passes what the client sends on to the server, checking the name on
+/// the wire first; a refusal resets the client and closes the upstream.
+fn client_to_server(client: &TcpStream, upstream: &TcpStream, plan: &Plan, refused: &AtomicBool) {
+    let _ = client.set_read_timeout(Some(FIRST_BYTES));
+    let mut reader = BufReader::with_capacity(64 * 1024, client);
+    let mut to = upstream;
+    let checked = match plan.wire {
+        Wire::Tls => tls_hello(&mut reader, plan).and_then(|hello| to.write_all(&hello).map_err(|_| Stop::Quiet)),
+        Wire::Http => http_requests(&mut reader, &mut to, plan),
+    };
+    match checked {
+        Ok(()) => {
+            let _ = client.set_read_timeout(None);
+            copy_rest(&mut reader, upstream);
+        }
+        Err(Stop::Quiet) => {
+            let _ = upstream.shutdown(Shutdown::Write);
+        }
+        Err(Stop::Refused(name, why)) => {
+            let detail = format!("{} named {name} on the wire", plan.detail);
+            plan.audit.record_by(
+                plan.pid,
+                "connect",
+                &detail,
+                Decision::Deny,
+                &format!("errno {}", libc::ECONNRESET),
+                Some(&why),
+            );
+            refused.store(true, Ordering::SeqCst);
+            reset(client);
+            let _ = upstream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Why the relay stopped before the stream was checked.
+enum Stop {
+    /// The client went away, or the server did.
+    Quiet,
+    /// Refused: the name asked for (or what the client sent instead), and
+    /// why.
+    Refused(String, String),
+}
+
+/// Reads the ClientHello and checks its server name; returns its bytes.
+fn tls_hello(reader: &mut BufReader<&TcpStream>, plan: &Plan) -> Result<Vec<u8>, Stop> {
+    let mut got = Vec::new();
+    loop {
+        match tls::client_hello(&got) {
+            tls::Hello::Incomplete => {}
+            tls::Hello::Name(name) => {
+                check_name(&name, plan)?;
+                return Ok(got);
+            }
+            tls::Hello::NoName if plan.sni == Sni::Optional => return Ok(got),
+            tls::Hello::NoName => {
+                return Err(Stop::Refused(
+                    "no server name".into(),
+                    "sni required: a TLS ClientHello without a server name".into(),
+                ))
+            }
+            tls::Hello::NotTls if plan.sni == Sni::Optional => return Ok(got),
+            tls::Hello::NotTls => {
+                return Err(Stop::Refused(
+                    "no TLS".into(),
+                    "sni required: the client did not open with a TLS ClientHello".into(),
+                ))
+            }
+        }
+        let buf = reader.fill_buf().map_err(|_| Stop::Quiet)?;
+        if buf.is_empty() {
+            return Err(Stop::Quiet);
+        }
+        let n = buf.len();
+        got.extend_from_slice(buf);
+        reader.consume(n);
+    }
+}
+
+/// Checks and passes on request after request: each head, then its body
+/// by its length. Returns when the client closes its side.
+fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut &TcpStream, plan: &Plan) -> Result<(), Stop> {
+    let quiet = |_| Stop::Quiet;
+    loop {
+        let Some(head) = read_head(reader)? else {
+            return Ok(());
+        };
+        let h = http::parse_head(&head).map_err(|why| Stop::Refused("an HTTP request".into(), why.to_string()))?;
+        if h.names.is_empty() && plan.sni != Sni::Optional {
+            return Err(Stop::Refused(
+                "no Host".into(),
+                "sni required: an HTTP request without Host".into(),
+            ));
+        }
+        for name in &h.names {
+            check_name(name, plan)?;
+        }
+        to.write_all(&head).map_err(quiet)?;
+        match h.body {
+            http::Body::Length(n) => copy_exact(reader, to, n)?,
+            http::Body::Chunked => loop {
+                let line = read_line(reader)?;
+                let size = http::chunk_size(&line)
+                    .ok_or_else(|| Stop::Refused("an HTTP request".into(), "a malformed chunk size".into()))?;
+                to.write_all(&line).map_err(quiet)?;
+                if size == 0 {
+                    // Trailers, up to the empty line.
+                    loop {
+                        let t = read_line(reader)?;
+                        to.write_all(&t).map_err(quiet)?;
+                        if t == b"\r\n" {
+                            break;
+                        }
+                    }
+                    break;
+                }
+                copy_exact(reader, to, size + 2)?;
+            },
+        }
+    }
+}
+
+/// A request head up to and including its empty line; `None` when the
+/// client closed before sending another.
+fn read_head(reader: &mut BufReader<&TcpStream>) -> Result<Option<Vec<u8>>, Stop> {
+    let mut head = Vec::new();
+    loop {
+        let line = read_line(reader)?;
+        if line.is_empty() {
+            return if head.is_empty() { Ok(None) } else { Err(Stop::Quiet) };
+        }
+        head.extend_from_slice(&line);
+        if line == b"\r\n" && head.len() > 2 {
+            return Ok(Some(head));
+        }
+        if head.len() > http::MAX_HEAD {
+            return Err(Stop::Refused(
+                "an HTTP request".into(),
+                "a request head over 64 KiB".into(),
+            ));
+        }
+    }
+}
+
+/// One line, up to and including its LF (empty at the end of the stream),
+/// at most [`http::MAX_HEAD`] bytes.
+fn read_line(reader: &mut BufReader<&TcpStream>) -> Result<Vec<u8>, Stop> {
+    let mut line = Vec::new();
+    let mut limited = reader.take(http::MAX_HEAD as u64 + 1);
+    limited.read_until(b'\n', &mut line).map_err(|_| Stop::Quiet)?;
+    if line.len() > http::MAX_HEAD {
+        return Err(Stop::Refused("an HTTP request".into(), "a line over 64 KiB".into()));
+    }
+    Ok(line)
+}
+
+/// Passes exactly `n` bytes on; the client closing before is a stop.
+fn copy_exact(reader: &mut BufReader<&TcpStream>, to: &mut &TcpStream, n: u64) -> Result<(), Stop> {
+    let copied = std::io::copy(&mut reader.take(n), to).map_err(|_| Stop::Quiet)?;
+    if copied < n {
+        return Err(Stop::Quiet);
+    }
+    Ok(())
+}
+
+/// Passes the rest of the stream on unchecked (a TLS connection once its
+/// ClientHello was).
+fn copy_rest(reader: &mut BufReader<&TcpStream>, upstream: &TcpStream) {
+    let mut to = upstream;
+    let _ = std::io::copy(reader, &mut to);
+    let _ = upstream.shutdown(Shutdown::Write);
+}
+
+/// Whether `name` may be asked for on a connection to the plan's
+/// destination: the policy's verdict for the destination looked up as
+/// that name.
+fn check_name(name: &str, plan: &Plan) -> Result<(), Stop> {
+    let (action, rule, _) = plan
+        .policy
+        .net
+        .decide_named(plan.dest.ip(), plan.dest.port(), &[name.to_string()]);
+    if action == NetAction::Allow {
+        return Ok(());
+    }
+    let why = match rule {
+        Some(_) => plan.policy.explain_net_rule(rule),
+        None => format!("net_default (no rule allows the name {name} on the wire)"),
+    };
+    Err(Stop::Refused(name.to_string(), why))
+}

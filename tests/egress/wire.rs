@@ -1,0 +1,225 @@
+//! Names checked on the wire: a connection a host rule allowed to a TLS
+//! port must open with a ClientHello naming an allowed server, and every
+//! request on an HTTP port must name an allowed `Host`, else it is reset
+//! and the trail names what was asked for.
+
+use super::*;
+
+/// Servers of their own in the test's servers namespace: on
+/// 192.0.2.1:80 an HTTP/1.1 server that answers every request of a
+/// keep-alive connection with `host=<its Host header>`, on 192.0.2.1:443
+/// one that reads what comes and answers `tls got N` (N bytes read).
+struct WireServers {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl WireServers {
+    fn start(net: &TestNet) -> Self {
+        let (http, tls) = in_netns(&net.server_ns, || {
+            (
+                TcpListener::bind("192.0.2.1:80").unwrap(),
+                TcpListener::bind("192.0.2.1:443").unwrap(),
+            )
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for (l, tls) in [(http, false), (tls, true)] {
+            let stop = Arc::clone(&stop);
+            l.set_nonblocking(true).unwrap();
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match l.accept() {
+                        Ok((c, _)) => {
+                            c.set_nonblocking(false).unwrap();
+                            c.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+                            std::thread::spawn(move || if tls { answer_tls(c) } else { answer_http(c) });
+                        }
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    }
+                }
+            }));
+        }
+        Self { stop, threads }
+    }
+}
+
+impl Drop for WireServers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn answer_tls(mut c: std::net::TcpStream) {
+    let mut buf = [0u8; 4096];
+    let n = c.read(&mut buf).unwrap_or(0);
+    let _ = write!(c, "tls got {n}");
+}
+
+fn answer_http(c: std::net::TcpStream) {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(&c);
+    let mut w = &c;
+    loop {
+        let mut host = String::new();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(h) = line.strip_prefix("Host: ") {
+                host = h.trim().to_string();
+            }
+        }
+        let body = format!("host={host}");
+        if write!(w, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The container's side: requests over one keep-alive connection to
+/// allowed.test:80 with the given Host headers, and ClientHellos to
+/// allowed.test:443 naming a server (or none).
+const SCRIPT: &str = r#"
+import socket, ssl
+
+def http(hosts):
+    s = socket.create_connection(("allowed.test", 80), timeout=5)
+    out = []
+    try:
+        for h in hosts:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: " + h.encode() + b"\r\n\r\n")
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = s.recv(4096)
+                if not chunk:
+                    raise EOFError()
+                data += chunk
+            head, body = data.split(b"\r\n\r\n", 1)
+            n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+            while len(body) < n:
+                body += s.recv(4096)
+            out.append(body.decode())
+    except (OSError, EOFError) as e:
+        out.append("err " + type(e).__name__)
+    finally:
+        s.close()
+    return " ".join(out)
+
+def hello(name):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, outg, server_hostname=name)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    data = outg.read()
+    s = socket.create_connection(("allowed.test", 443), timeout=5)
+    try:
+        s.sendall(data)
+        return s.recv(100).decode() or "eof"
+    except OSError as e:
+        return "err " + type(e).__name__
+    finally:
+        s.close()
+
+print("http-allowed", http(["allowed.test"]))
+print("http-other", http(["other.test"]))
+print("http-keepalive", http(["allowed.test", "Allowed.Test:80", "other.test"]))
+print("tls-allowed", hello("allowed.test").startswith("tls got"))
+print("tls-other", hello("other.test"))
+print("tls-none", hello(None))
+"#;
+
+/// Under a host rule for allowed.test: another name sent to its address
+/// on the wire is refused (reset), as is a ClientHello without a server
+/// name; the allowed name passes, request after request; the trail
+/// records the name asked for. With `sni = "optional"` the nameless
+/// ClientHello passes, with `sni = "off"` every name does.
+#[test]
+fn the_name_on_the_wire_must_be_allowed() {
+    let net = TestNet::new();
+    let _servers = WireServers::start(&net);
+    let run = |rules: &str| -> (String, Vec<serde_json::Value>) {
+        let mut env = Env::python(&["python3", "-c", SCRIPT]);
+        net.configure(&mut env, rules);
+        let id = unique("wire");
+        let out = env.run_keep(&id);
+        (ok(&out), env.audit(&id))
+    };
+    let (text, trail) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
+    assert_eq!(
+        text,
+        "http-allowed host=allowed.test\n\
+         http-other err ConnectionResetError\n\
+         http-keepalive host=allowed.test host=Allowed.Test:80 err ConnectionResetError\n\
+         tls-allowed True\n\
+         tls-other err ConnectionResetError\n\
+         tls-none err ConnectionResetError\n"
+    );
+    let refused: Vec<String> = trail
+        .iter()
+        .filter(|r| r["action"] == "deny" && r["syscall"] == "connect")
+        .map(|r| r["detail"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for name in ["other.test", "no server name"] {
+        assert!(
+            refused
+                .iter()
+                .any(|d| d.starts_with("allowed.test (192.0.2.1)") && d.contains(&format!("named {name} on the wire"))),
+            "no refusal of {name} in the trail: {refused:?}"
+        );
+    }
+
+    let (text, _) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\nsni = \"optional\"\n");
+    assert!(text.contains("tls-none tls got"), "{text}");
+    assert!(text.contains("tls-other err ConnectionResetError"), "{text}");
+
+    let (text, _) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\nsni = \"off\"\n");
+    assert!(text.contains("http-other host=other.test\n"), "{text}");
+    assert!(text.contains("tls-other tls got"), "{text}");
+}
+
+/// A second name allowed by a rule of its own may be asked for on the
+/// first one's address (a CDN serving both).
+#[test]
+fn another_allowed_name_on_the_same_address_passes() {
+    let net = TestNet::new();
+    let _servers = WireServers::start(&net);
+    let mut env = Env::python(&["python3", "-c", SCRIPT]);
+    net.configure(
+        &mut env,
+        "[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n[[net]]\nhost = \"other.test\"\naction = \"allow\"\n",
+    );
+    let text = ok(&env.run(&unique("wire2")));
+    assert!(text.contains("http-other host=other.test\n"), "{text}");
+    assert!(text.contains("tls-other tls got"), "{text}");
+    assert!(text.contains("tls-none err ConnectionResetError"), "{text}");
+}
+
+/// `sni` belongs to host rules: on a cidr rule `policy check` names it.
+#[test]
+fn sni_on_a_cidr_rule_is_refused() {
+    let dir = TempDir::new("sni");
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "name = \"x\"\nextends = \"default\"\n[[net]]\ncidr = \"192.0.2.0/24\"\naction = \"allow\"\nsni = \"off\"\n",
+    )
+    .unwrap();
+    let env = Env::busybox(&["true"]);
+    let out = env.cordon(&["policy", "check", &p.to_string_lossy()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("net[0].sni"), "{}", stderr(&out));
+}
