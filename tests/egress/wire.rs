@@ -134,6 +134,9 @@ def hello(name):
     finally:
         s.close()
 
+s = socket.create_connection(("allowed.test", 80), timeout=5)
+print("addresses", s.getpeername(), s.getsockname()[0])
+s.close()
 print("http-allowed", http(["allowed.test"]))
 print("http-other", http(["other.test"]))
 print("http-keepalive", http(["allowed.test", "Allowed.Test:80", "other.test"]))
@@ -145,7 +148,8 @@ print("tls-none", hello(None))
 /// Under a host rule for allowed.test: another name sent to its address
 /// on the wire is refused (reset), as is a ClientHello without a server
 /// name; the allowed name passes, request after request; the trail
-/// records the name asked for. With `sni = "optional"` the nameless
+/// records the name asked for. The relayed socket shows the addresses of
+/// a direct connection (getpeername, getsockname). With `sni = "optional"` the nameless
 /// ClientHello passes, with `sni = "off"` every name does.
 #[test]
 fn the_name_on_the_wire_must_be_allowed() {
@@ -161,7 +165,8 @@ fn the_name_on_the_wire_must_be_allowed() {
     let (text, trail) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
     assert_eq!(
         text,
-        "http-allowed host=allowed.test\n\
+        "addresses ('192.0.2.1', 80) 192.0.2.2\n\
+         http-allowed host=allowed.test\n\
          http-other err ConnectionResetError\n\
          http-keepalive host=allowed.test host=Allowed.Test:80 err ConnectionResetError\n\
          tls-allowed True\n\

@@ -7,7 +7,7 @@
 
 use super::entry::Disposition::{Changes, Mount, Nosys, Policy, Reads, Unfiltered};
 use super::entry::Entry;
-use super::entry::Family::{Bind, Connect, Fs, Meta, Open, Sendmmsg, Sendmsg, Sendto, Sysinfo, Uname};
+use super::entry::Family::{Bind, Connect, Fs, Meta, Open, Sendmmsg, Sendmsg, Sendto, Sockname, Sysinfo, Uname};
 
 const fn sys(name: &'static str, note: &'static str) -> Entry {
     Entry::new(name, Policy, note)
@@ -85,8 +85,8 @@ pub const ENTRIES: &[Entry] = &[
     sys("shutdown", "shuts a socket down"),
     changes("bind", "names a socket; a unix socket's path is a new file under the path rules").by(Bind),
     sys("listen", "listens on a socket"),
-    sys("getsockname", "socket address"),
-    sys("getpeername", "peer address"),
+    sys("getsockname", "socket address; emulated for a connection relayed to check its name on the wire").by(Sockname),
+    sys("getpeername", "peer address; emulated for a connection relayed to check its name on the wire").by(Sockname),
     sys("socketpair", "makes a connected socket pair"),
     sys("setsockopt", "socket options"),
     sys("getsockopt", "socket options"),

@@ -24,6 +24,9 @@ pub enum Family {
     Sendmsg,
     /// `sendmmsg`: the egress rules, message by message.
     Sendmmsg,
+    /// `getpeername` and `getsockname`: the addresses of a connection the
+    /// relay that checks names on the wire made, as a direct one shows.
+    Sockname,
     /// Metadata reads and tree changes by path (`supervisor/syscalls/fs.rs`).
     Fs,
     /// Metadata changes by path and by fd, and the file-flag ioctls
@@ -49,6 +52,8 @@ impl Family {
             // CLONE_NEWUTS alone, allowed by its own rule).
             Family::Uname => &["uname"],
             Family::Sysinfo => &["sysinfo"],
+            // Answered from the relay's own record of the connection.
+            Family::Sockname => &[],
             Family::Open => &["openat2"],
             Family::Connect | Family::Sendto | Family::Sendmsg | Family::Sendmmsg => &["connect", "sendto", "sendmsg"],
             // A unix bind runs on a thread with the caller's root, cwd and

@@ -33,7 +33,8 @@ use crate::abi::table;
 /// the container's path rules are enforced by its mounts or Landlock (its
 /// enforcement level is `kernel`).
 pub fn refusal(now: &Policy, asked: &Policy, kernel_paths: bool) -> Option<String> {
-    syscall_change(now, asked)
+    names_change(now, asked)
+        .or_else(|| syscall_change(now, asked))
         .or_else(|| {
             kernel_paths
                 .then(|| path_change(&now.source.paths, &asked.source.paths))
@@ -46,7 +47,6 @@ pub fn refusal(now: &Policy, asked: &Policy, kernel_paths: bool) -> Option<Strin
                     .to_string()
             })
         })
-        .or_else(|| names_change(now, asked))
 }
 
 /// The first syscall whose rules (argument conditions, action, errno) or
@@ -70,6 +70,13 @@ fn syscall_change(now: &Policy, asked: &Policy) -> Option<String> {
         .map(|nr| {
             let name = table::name(nr).unwrap_or("?");
             let which = asked.rules.get(&nr).and_then(|r| r.first()).map(|r| r.index);
+            let wire = |p: &Policy| p.rules.get(&nr).and_then(|r| r.first()).map(|r| r.index) == Some(super::WIRE_RULE);
+            if wire(now) || wire(asked) {
+                return format!(
+                    "whether a host rule checks names on the wire (sni) differs: {name} then goes to the supervisor or \
+                     not, which {restart}"
+                );
+            }
             match which {
                 Some(i) => {
                     format!("syscall[{i}] ({name}) differs from the running policy's rules for {name}: {restart}")

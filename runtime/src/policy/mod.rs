@@ -271,6 +271,10 @@ impl Policy {
         let net = NetPolicy::compile(&file.net, file.net_default)
             .map_err(|(i, field, msg)| invalid(format!("net[{i}].{field}"), msg))?;
         check_reachable(&file, &rules, origin)?;
+        let mut rules = rules;
+        if net.checks_wire() {
+            wire_rules(&mut rules);
+        }
         let policy = Policy {
             name: file.name.clone(),
             default_action: file.default_action,
@@ -365,6 +369,7 @@ impl Policy {
             .and_then(|rules| rules.iter().find(|r| r.args.iter().all(|a| a.matches(args))));
         match rule.and_then(|r| self.source.syscalls.get(r.index).map(|s| (r.index, s))) {
             Some((i, s)) => with_note(format!("syscall[{i}]"), &s.note),
+            None if rule.is_some_and(|r| r.index == WIRE_RULE) => "net rules: names checked on the wire".into(),
             None => "default_action".into(),
         }
     }
@@ -699,6 +704,30 @@ fn rule_number(name: &str, action: Action, at: &str, j: usize, origin: &str) -> 
         )));
     }
     Ok(nr)
+}
+
+/// The `index` of the syscall rules a policy gets from its net rules
+/// ([`wire_rules`]), which no `syscall` entry of the file wrote.
+pub const WIRE_RULE: usize = usize::MAX;
+
+/// Under net rules that check names on the wire, `getpeername` and
+/// `getsockname` go to the supervisor, which answers them for the
+/// connections it relays with the addresses a direct connection has
+/// (`supervisor/syscalls/net/sockname.rs`), unless a rule of the file
+/// decides them.
+fn wire_rules(rules: &mut BTreeMap<u32, Vec<Rule>>) {
+    for name in ["getpeername", "getsockname"] {
+        if let Some(nr) = table::number(name) {
+            rules.entry(nr).or_insert_with(|| {
+                vec![Rule {
+                    args: Vec::new(),
+                    action: Action::Emulate,
+                    errno: 0,
+                    index: WIRE_RULE,
+                }]
+            });
+        }
+    }
 }
 
 /// The syscall rules of `file`, by number, in the order they are written.

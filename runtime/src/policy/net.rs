@@ -337,6 +337,15 @@ impl NetPolicy {
         })
     }
 
+    /// Whether a connection may go through the relay that checks names on
+    /// the wire: some `host` rule that does not deny has its check on.
+    pub fn checks_wire(&self) -> bool {
+        self.rules
+            .iter()
+            .zip(&self.sni)
+            .any(|((t, _, a), sni)| matches!(t, Target::Host(_)) && *a != NetAction::Deny && *sni != Sni::Off)
+    }
+
     /// What a connection to `port` that rule `i` allowed must carry on the
     /// wire: for a `host` rule that does not turn the check off, on a TLS
     /// or HTTP port ([`super::model::TLS_PORTS`], [`super::model::HTTP_PORTS`]),

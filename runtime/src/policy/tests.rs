@@ -49,6 +49,7 @@ fn the_documented_lists_are_the_table() {
         (Family::Sendto, "egress"),
         (Family::Sendmsg, "egress"),
         (Family::Sendmmsg, "egress"),
+        (Family::Sockname, "a relayed connection's addresses"),
         (Family::Bind, "unix socket paths"),
         (Family::Fs, "metadata reads and tree changes"),
         (Family::Meta, "metadata changes, by path and by fd"),

@@ -29,19 +29,21 @@
 //!   connection with a reset, recorded in the audit trail with the name
 //!   asked for.
 //!
-//! What the caller sees differently from a direct connection (docs/POLICY.md,
-//! "Names on the wire"): `getpeername` and `getsockname` give the loopback
-//! addresses of the relay, and socket options set on its socket do not
-//! reach the packets the supervisor's own socket sends.
+//! `getpeername` and `getsockname` on the caller's socket are answered with
+//! the addresses a direct connection has ([`relayed`], the `Sockname`
+//! handlers). What the caller sees differently (docs/POLICY.md, "Names on
+//! the wire"): socket options set on its socket do not reach the packets
+//! the supervisor's own socket sends.
 
 pub mod http;
 pub mod tls;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::policy::{NetAction, Policy, Sni, Wire};
@@ -59,6 +61,26 @@ const FIRST_BYTES: Duration = Duration::from_secs(30);
 const TCP_CLOSE: u8 = 7;
 
 static RELAYS: AtomicUsize = AtomicUsize::new(0);
+
+/// The relayed connections, by the caller's socket (device and inode):
+/// its peer and local address as a direct connection would show them
+/// (the destination, and the supervisor's upstream socket's own address,
+/// which the same namespace chose the same way).
+static RELAYED: Mutex<BTreeMap<(u64, u64), (SocketAddr, SocketAddr)>> = Mutex::new(BTreeMap::new());
+
+/// The identity of socket `sock` in [`RELAYED`].
+fn key(sock: &impl AsFd) -> Option<(u64, u64)> {
+    let st = nix::sys::stat::fstat(sock.as_fd().as_raw_fd()).ok()?;
+    Some((st.st_dev, st.st_ino))
+}
+
+/// For a socket the relay connected and still relays: the destination
+/// and the local address a direct connection would have (`getpeername`,
+/// `getsockname`).
+pub fn relayed(sock: &impl AsFd) -> Option<(SocketAddr, SocketAddr)> {
+    let k = key(sock)?;
+    RELAYED.lock().unwrap_or_else(|e| e.into_inner()).get(&k).copied()
+}
 
 /// What a steered connection must carry, and what the trail says of it.
 pub struct Plan {
@@ -142,6 +164,14 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     };
     let client = accept_from(&listener, &sock).ok_or(libc::ECONNREFUSED)?;
     drop(listener);
+    let local = upstream.local_addr().map_err(errno)?;
+    let entry = key(&sock);
+    if let Some(k) = entry {
+        RELAYED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(k, (dest, local));
+    }
     let upstream = Arc::new(upstream);
     let client = Arc::new(client);
     let refused = Arc::new(AtomicBool::new(false));
@@ -155,6 +185,9 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     let forth = std::thread::Builder::new().name("relay".into()).spawn(move || {
         client_to_server(&client, &upstream, &plan, &refused);
         let _ = back.join();
+        if let Some(k) = entry {
+            RELAYED.lock().unwrap_or_else(|e| e.into_inner()).remove(&k);
+        }
         RELAYS.fetch_sub(1, Ordering::SeqCst);
     });
     if forth.is_err() {

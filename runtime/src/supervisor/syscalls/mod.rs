@@ -162,6 +162,7 @@ pub fn dispatch(ctx: &Ctx<'_>, name: &str) -> Outcome {
         Some(Family::Sendto) => net::sendto(ctx),
         Some(Family::Sendmsg) => net::sendmsg(ctx),
         Some(Family::Sendmmsg) => net::sendmmsg(ctx),
+        Some(Family::Sockname) => net::sockname(ctx, name == "getpeername"),
         Some(Family::Meta) => meta::meta(ctx, name),
         Some(Family::Fs) | None => fs::fs(ctx, name),
     }

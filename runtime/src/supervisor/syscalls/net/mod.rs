@@ -20,11 +20,13 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 mod connect;
 mod send;
+mod sockname;
 #[cfg(test)]
 mod tests;
 
 pub use connect::{bind, connect};
 pub use send::{cmsgs, gather, sendmmsg, sendmsg, sendto, Cmsg, IoVec, MsgHdr};
+pub use sockname::sockname;
 
 use super::path::Denied;
 use super::{Ctx, Outcome, Reply, Task};
