@@ -64,6 +64,7 @@ fn wire(data: &[u8]) {
                 assert_eq!(tls::client_hello(&data[..cut]), tls::Hello::Incomplete);
             }
         }
+        tls::Hello::Encrypted(n) => assert!(n.len() <= 253 && n == n.to_ascii_lowercase()),
         tls::Hello::NoName | tls::Hello::NotTls => {}
     }
     if let Ok(h) = http::parse_head(data) {

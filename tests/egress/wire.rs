@@ -89,7 +89,7 @@ fn answer_http(c: std::net::TcpStream) {
 /// allowed.test:80 with the given Host headers, and ClientHellos to
 /// allowed.test:443 naming a server (or none).
 const SCRIPT: &str = r#"
-import socket, ssl
+import socket, ssl, struct
 
 def http(hosts):
     s = socket.create_connection(("allowed.test", 80), timeout=5)
@@ -134,6 +134,23 @@ def hello(name):
     finally:
         s.close()
 
+def hello_ech():
+    name = b"allowed.test"
+    entry = b"\x00" + struct.pack(">H", len(name)) + name
+    sni = struct.pack(">HHH", 0, len(entry) + 2, len(entry)) + entry
+    exts = sni + struct.pack(">HH", 0xfe0d, 3) + b"\x00\x01\x02"
+    body = b"\x03\x03" + b"\x07" * 32 + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+    body += struct.pack(">H", len(exts)) + exts
+    msg = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    s = socket.create_connection(("allowed.test", 443), timeout=5)
+    try:
+        s.sendall(b"\x16\x03\x01" + struct.pack(">H", len(msg)) + msg)
+        return s.recv(100).decode() or "eof"
+    except OSError as e:
+        return "err " + type(e).__name__
+    finally:
+        s.close()
+
 s = socket.create_connection(("allowed.test", 80), timeout=5)
 print("addresses", s.getpeername(), s.getsockname()[0])
 s.close()
@@ -143,12 +160,20 @@ print("http-keepalive", http(["allowed.test", "Allowed.Test:80", "other.test"]))
 print("tls-allowed", hello("allowed.test").startswith("tls got"))
 print("tls-other", hello("other.test"))
 print("tls-none", hello(None))
+print("tls-encrypted", hello_ech())
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.sendto(b"quic", ("allowed.test", 443))
+    print("quic", "sent")
+except OSError as e:
+    print("quic", "err", e.errno)
 "#;
 
 /// Under a host rule for allowed.test: another name sent to its address
 /// on the wire is refused (reset), as is a ClientHello without a server
 /// name; the allowed name passes, request after request; the trail
-/// records the name asked for. The relayed socket shows the addresses of
+/// records the name asked for, and each name and request let through. An
+/// encrypted ClientHello (ECH) is refused. The relayed socket shows the addresses of
 /// a direct connection (getpeername, getsockname). With `sni = "optional"` the nameless
 /// ClientHello passes, with `sni = "off"` every name does.
 #[test]
@@ -171,13 +196,32 @@ fn the_name_on_the_wire_must_be_allowed() {
          http-keepalive host=allowed.test host=Allowed.Test:80 err ConnectionResetError\n\
          tls-allowed True\n\
          tls-other err ConnectionResetError\n\
-         tls-none err ConnectionResetError\n"
+         tls-none err ConnectionResetError\n\
+         tls-encrypted err ConnectionResetError\n\
+         quic err 1\n"
+    );
+    assert!(
+        trail.iter().any(|r| r["result"] == "closed"
+            && r["detail"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("allowed.test (192.0.2.1):443 closed: ") && d.contains(" bytes sent, "))),
+        "each relayed connection's end is in the trail"
     );
     let refused: Vec<String> = trail
         .iter()
         .filter(|r| r["action"] == "deny" && r["syscall"] == "connect")
         .map(|r| r["detail"].as_str().unwrap_or_default().to_string())
         .collect();
+    let passed: Vec<String> = trail
+        .iter()
+        .filter(|r| r["action"] == "allow" && r["result"] == "passed")
+        .map(|r| r["detail"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        passed.contains(&"allowed.test (192.0.2.1):80 named allowed.test on the wire: GET /".to_string())
+            && passed.contains(&"allowed.test (192.0.2.1):443 named allowed.test on the wire".to_string()),
+        "each request and name let through is in the trail: {passed:?}"
+    );
     for name in ["other.test", "no server name"] {
         assert!(
             refused
@@ -194,6 +238,8 @@ fn the_name_on_the_wire_must_be_allowed() {
     let (text, _) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\nsni = \"off\"\n");
     assert!(text.contains("http-other host=other.test\n"), "{text}");
     assert!(text.contains("tls-other tls got"), "{text}");
+    assert!(text.contains("tls-encrypted tls got"), "{text}");
+    assert!(text.contains("quic sent"), "{text}");
 }
 
 /// A second name allowed by a rule of its own may be asked for on the

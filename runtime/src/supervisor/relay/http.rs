@@ -24,6 +24,9 @@ pub struct Head {
     pub names: Vec<String>,
     /// Its body.
     pub body: Body,
+    /// Its method and target, for the audit trail (the target cut to 200
+    /// bytes).
+    pub request: String,
 }
 
 /// Decodes a request head (`head`: the bytes up to and including the
@@ -106,7 +109,9 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
         (true, true, None) => Body::Chunked,
         (false, _, n) => Body::Length(n.unwrap_or(0)),
     };
-    Ok(Head { names, body })
+    let cut = target.char_indices().nth(200).map(|(i, _)| i).unwrap_or(target.len());
+    let request = format!("{method} {}", &target[..cut]);
+    Ok(Head { names, body, request })
 }
 
 /// A `tchar` of a token (RFC 9110 5.6.2): methods and header names.

@@ -54,9 +54,6 @@ use crate::sys;
 /// connect past it fails with EAGAIN (connect(2): no more local ports).
 pub const MAX_RELAYS: usize = 512;
 
-/// How long the client has to send its ClientHello or a request head.
-const FIRST_BYTES: Duration = Duration::from_secs(30);
-
 /// `TCP_CLOSE` (tcp_states.h): a socket neither connected nor connecting.
 const TCP_CLOSE: u8 = 7;
 
@@ -182,9 +179,17 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     let Ok(back) = back else {
         return Err(libc::EAGAIN);
     };
+    let started = Instant::now();
     let forth = std::thread::Builder::new().name("relay".into()).spawn(move || {
-        client_to_server(&client, &upstream, &plan, &refused);
-        let _ = back.join();
+        let sent = client_to_server(&client, &upstream, &plan, &refused);
+        let received = back.join().unwrap_or(0);
+        let detail = format!(
+            "{} closed: {sent} bytes sent, {received} bytes received in {} ms",
+            plan.detail,
+            started.elapsed().as_millis()
+        );
+        plan.audit
+            .record(plan.pid, "connect", &detail, Decision::Event, "closed");
         if let Some(k) = entry {
             RELAYED.lock().unwrap_or_else(|e| e.into_inner()).remove(&k);
         }
@@ -263,28 +268,30 @@ fn same(a: SocketAddr, b: SocketAddr) -> bool {
 /// Copies what the server sends to the client until either side ends; a
 /// reset by the server resets the client. Once the other direction
 /// `refused` the client, its end is left to the reset.
-fn server_to_client(upstream: &TcpStream, client: &TcpStream, refused: &AtomicBool) {
+fn server_to_client(upstream: &TcpStream, client: &TcpStream, refused: &AtomicBool) -> u64 {
     let mut buf = vec![0u8; 64 * 1024];
     let mut from = upstream;
     let mut to = client;
+    let mut total = 0u64;
     loop {
         match from.read(&mut buf) {
             Ok(0) => {
                 if !refused.load(Ordering::SeqCst) {
                     let _ = client.shutdown(Shutdown::Write);
                 }
-                return;
+                return total;
             }
             Ok(n) => {
                 if to.write_all(&buf[..n]).is_err() {
                     let _ = upstream.shutdown(Shutdown::Both);
-                    return;
+                    return total;
                 }
+                total += n as u64;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => {
                 reset(client);
-                return;
+                return total;
             }
         }
     }
@@ -306,19 +313,18 @@ fn reset(client: &TcpStream) {
 
 /// Passes what the client sends on to the server, checking the name on
 /// the wire first; a refusal resets the client and closes the upstream.
-fn client_to_server(client: &TcpStream, upstream: &TcpStream, plan: &Plan, refused: &AtomicBool) {
-    let _ = client.set_read_timeout(Some(FIRST_BYTES));
+fn client_to_server(client: &TcpStream, upstream: &TcpStream, plan: &Plan, refused: &AtomicBool) -> u64 {
+    // No timeout of its own: a client that stays silent holds its
+    // connection as it would a direct one, until the server's idle
+    // timeout closes the upstream side (then the client's too).
     let mut reader = BufReader::with_capacity(64 * 1024, client);
-    let mut to = upstream;
+    let mut to = Counted { inner: upstream, n: 0 };
     let checked = match plan.wire {
         Wire::Tls => tls_hello(&mut reader, plan).and_then(|hello| to.write_all(&hello).map_err(|_| Stop::Quiet)),
         Wire::Http => http_requests(&mut reader, &mut to, plan),
     };
     match checked {
-        Ok(()) => {
-            let _ = client.set_read_timeout(None);
-            copy_rest(&mut reader, upstream);
-        }
+        Ok(()) => copy_rest(&mut reader, &mut to),
         Err(Stop::Quiet) => {
             let _ = upstream.shutdown(Shutdown::Write);
         }
@@ -336,6 +342,24 @@ fn client_to_server(client: &TcpStream, upstream: &TcpStream, plan: &Plan, refus
             reset(client);
             let _ = upstream.shutdown(Shutdown::Both);
         }
+    }
+    to.n
+}
+
+/// A writer to the upstream socket that counts what it passed on.
+struct Counted<'a> {
+    inner: &'a TcpStream,
+    n: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = (&mut self.inner).write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        (&mut self.inner).flush()
     }
 }
 
@@ -356,6 +380,7 @@ fn tls_hello(reader: &mut BufReader<&TcpStream>, plan: &Plan) -> Result<Vec<u8>,
             tls::Hello::Incomplete => {}
             tls::Hello::Name(name) => {
                 check_name(&name, plan)?;
+                passed(plan, &format!("named {name} on the wire"));
                 return Ok(got);
             }
             tls::Hello::NoName if plan.sni == Sni::Optional => return Ok(got),
@@ -363,6 +388,12 @@ fn tls_hello(reader: &mut BufReader<&TcpStream>, plan: &Plan) -> Result<Vec<u8>,
                 return Err(Stop::Refused(
                     "no server name".into(),
                     "sni required: a TLS ClientHello without a server name".into(),
+                ))
+            }
+            tls::Hello::Encrypted(outer) => {
+                return Err(Stop::Refused(
+                    format!("an encrypted ClientHello (outer name {outer:?})"),
+                    "encrypted_client_hello hides the server name the client asks for".into(),
                 ))
             }
             tls::Hello::NotTls if plan.sni == Sni::Optional => return Ok(got),
@@ -385,7 +416,7 @@ fn tls_hello(reader: &mut BufReader<&TcpStream>, plan: &Plan) -> Result<Vec<u8>,
 
 /// Checks and passes on request after request: each head, then its body
 /// by its length. Returns when the client closes its side.
-fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut &TcpStream, plan: &Plan) -> Result<(), Stop> {
+fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan: &Plan) -> Result<(), Stop> {
     let quiet = |_| Stop::Quiet;
     loop {
         let Some(head) = read_head(reader)? else {
@@ -401,6 +432,8 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut &TcpStream, plan: 
         for name in &h.names {
             check_name(name, plan)?;
         }
+        let names = if h.names.is_empty() { "no Host".to_string() } else { h.names.join(", ") };
+        passed(plan, &format!("named {names} on the wire: {}", h.request));
         to.write_all(&head).map_err(quiet)?;
         match h.body {
             http::Body::Length(n) => copy_exact(reader, to, n)?,
@@ -461,7 +494,7 @@ fn read_line(reader: &mut BufReader<&TcpStream>) -> Result<Vec<u8>, Stop> {
 }
 
 /// Passes exactly `n` bytes on; the client closing before is a stop.
-fn copy_exact(reader: &mut BufReader<&TcpStream>, to: &mut &TcpStream, n: u64) -> Result<(), Stop> {
+fn copy_exact(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, n: u64) -> Result<(), Stop> {
     let copied = std::io::copy(&mut reader.take(n), to).map_err(|_| Stop::Quiet)?;
     if copied < n {
         return Err(Stop::Quiet);
@@ -471,10 +504,16 @@ fn copy_exact(reader: &mut BufReader<&TcpStream>, to: &mut &TcpStream, n: u64) -
 
 /// Passes the rest of the stream on unchecked (a TLS connection once its
 /// ClientHello was).
-fn copy_rest(reader: &mut BufReader<&TcpStream>, upstream: &TcpStream) {
-    let mut to = upstream;
-    let _ = std::io::copy(reader, &mut to);
-    let _ = upstream.shutdown(Shutdown::Write);
+fn copy_rest(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>) {
+    let _ = std::io::copy(reader, to);
+    let _ = to.inner.shutdown(Shutdown::Write);
+}
+
+/// Records in the trail what the relay let through on the plan's
+/// connection (`what`: the name, and for HTTP the request).
+fn passed(plan: &Plan, what: &str) {
+    let detail = format!("{} {what}", plan.detail);
+    plan.audit.record(plan.pid, "connect", &detail, Decision::Allow, "passed");
 }
 
 /// Whether `name` may be asked for on a connection to the plan's

@@ -11,6 +11,10 @@ pub enum Hello {
     Name(String),
     /// A ClientHello without a server name.
     NoName,
+    /// A ClientHello that carries an encrypted one (`encrypted_client_hello`,
+    /// RFC 9849 / draft-ietf-tls-esni): the name shown (here) is the outer,
+    /// public one; the server name the client asks for is hidden.
+    Encrypted(String),
     /// Not a TLS ClientHello (another protocol, or a malformed one).
     NotTls,
 }
@@ -102,9 +106,13 @@ fn parse_body(body: &[u8]) -> Option<Hello> {
     }
     let mut exts = Reader(r.vec(2)?);
     let mut found = None;
+    let mut ech = false;
     while !exts.0.is_empty() {
         let kind = exts.u16()?;
         let data = exts.vec(2)?;
+        if kind == ECH {
+            ech = true;
+        }
         if kind != 0 {
             continue;
         }
@@ -128,7 +136,7 @@ fn parse_body(body: &[u8]) -> Option<Hello> {
         found = Some(name?);
     }
     let Some(raw) = found else {
-        return Some(Hello::NoName);
+        return Some(if ech { Hello::Encrypted(String::new()) } else { Hello::NoName });
     };
     let text = std::str::from_utf8(raw).ok()?;
     let text = text.strip_suffix('.').unwrap_or(text);
@@ -137,8 +145,12 @@ fn parse_body(body: &[u8]) -> Option<Hello> {
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
-    ok.then(|| Hello::Name(text.to_ascii_lowercase()))
+    let name = text.to_ascii_lowercase();
+    ok.then(|| if ech { Hello::Encrypted(name) } else { Hello::Name(name) })
 }
+
+/// The `encrypted_client_hello` extension's type.
+const ECH: usize = 0xfe0d;
 
 #[cfg(test)]
 mod tests {
@@ -197,6 +209,13 @@ mod tests {
         two.extend((b.len() as u16).to_be_bytes());
         two.extend(b);
         assert_eq!(client_hello(&two), Hello::Name("a.test".into()));
+    }
+
+    #[test]
+    fn an_encrypted_hello_is_told_apart() {
+        let mut exts = sni(b"public.test");
+        exts.extend([0xfe, 0x0d, 0, 3, 0, 1, 2]);
+        assert_eq!(client_hello(&hello(&exts)), Hello::Encrypted("public.test".into()));
     }
 
     #[test]

@@ -191,6 +191,21 @@ fn wire_plan(
     Some((wire, sni, addr.socket_addr()?))
 }
 
+/// Why a datagram to `addr` on `sock` is refused, when it is one: UDP
+/// (QUIC, HTTP/3) to a TLS port of an address a host rule allowed with
+/// its name checked on the wire ([`wire_plan`]). Its name travels
+/// encrypted, so it cannot be checked; a `cidr` rule for the address, or
+/// `sni = "off"` on the rule, allows it. Clients then fall back to TCP.
+fn quic_refusal(t: &(impl Task + ?Sized), addr: &Addr, sock: &OwnedFd) -> Option<String> {
+    let (wire, _, _) = wire_plan(t, addr)?;
+    let datagram = sys::net::sockopt_int(sock.as_fd(), libc::SO_TYPE).ok() == Some(libc::SOCK_DGRAM);
+    (wire == crate::policy::Wire::Tls && datagram).then(|| {
+        "sni: UDP to a TLS port (QUIC) carries its name encrypted, so a host rule cannot check it \
+         (a cidr rule for the address, or sni = \"off\", allows it)"
+            .to_string()
+    })
+}
+
 /// Whether a send with `flags` on `sock` to `addr` would open a TCP
 /// connection past the relay: MSG_FASTOPEN on a TCP socket neither
 /// connected nor connecting, to a destination whose name is checked on

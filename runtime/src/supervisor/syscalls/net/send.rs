@@ -33,6 +33,9 @@ pub fn sendto(ctx: &dyn Task) -> Outcome {
     if let Err(e) = audit_netlink_allowed(ctx, &sock, &data) {
         return Outcome::new(Reply::Errno(e), Decision::Deny, detail);
     }
+    if let Some(why) = quic_refusal(ctx, &addr, &sock) {
+        return Outcome::new(Reply::Errno(libc::EPERM), Decision::Deny, detail).by(Some(why));
+    }
     let flags = ctx.arg(3) as i32;
     if fastopen_past_relay(ctx, &addr, &sock, flags) {
         return Outcome::new(Reply::Errno(libc::EOPNOTSUPP), Decision::Deny, detail).by(Some(
@@ -387,6 +390,9 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     }
     let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
+    if let Some(why) = msg.addr.as_ref().and_then(|a| quic_refusal(ctx, a, &sock)) {
+        return Ok(Outcome::new(Reply::Errno(libc::EPERM), Decision::Deny, detail).by(Some(why)));
+    }
     let flags = ctx.arg(2) as i32;
     if msg
         .addr
@@ -466,6 +472,10 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         if let Some(out) = ask_first(&verdict, &detail, sendmmsg) {
             return out;
         }
+        let verdict = match msg.addr.as_ref().and_then(|a| quic_refusal(ctx, a, &sock)) {
+            Some(why) => Err((libc::EPERM, why)),
+            None => verdict,
+        };
         match verdict {
             Err((e, rule)) => {
                 stop = Some(Outcome::new(Reply::Errno(e), Decision::Deny, detail).by(Some(rule)));
