@@ -201,10 +201,12 @@ fn the_name_on_the_wire_must_be_allowed() {
          quic err 1\n"
     );
     assert!(
-        trail.iter().any(|r| r["result"] == "closed"
-            && r["detail"]
-                .as_str()
-                .is_some_and(|d| d.starts_with("allowed.test (192.0.2.1):443 closed: ") && d.contains(" bytes sent, "))),
+        trail.iter().any(|r| {
+            r["result"] == "closed"
+                && r["detail"].as_str().is_some_and(|d| {
+                    d.starts_with("allowed.test (192.0.2.1):443 closed: ") && d.contains(" bytes sent, ")
+                })
+        }),
         "each relayed connection's end is in the trail"
     );
     let refused: Vec<String> = trail

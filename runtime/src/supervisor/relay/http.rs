@@ -158,7 +158,8 @@ mod tests {
             h,
             Head {
                 names: vec!["allowed.test".into()],
-                body: Body::Length(0)
+                body: Body::Length(0),
+                request: "GET /x".into()
             }
         );
         let h = parse_head(b"POST http://other.test/ HTTP/1.1\r\nhost: a.test\r\ncontent-length: 5\r\n\r\n").unwrap();

@@ -432,7 +432,11 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
         for name in &h.names {
             check_name(name, plan)?;
         }
-        let names = if h.names.is_empty() { "no Host".to_string() } else { h.names.join(", ") };
+        let names = if h.names.is_empty() {
+            "no Host".to_string()
+        } else {
+            h.names.join(", ")
+        };
         passed(plan, &format!("named {names} on the wire: {}", h.request));
         to.write_all(&head).map_err(quiet)?;
         match h.body {
@@ -513,7 +517,8 @@ fn copy_rest(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>) {
 /// connection (`what`: the name, and for HTTP the request).
 fn passed(plan: &Plan, what: &str) {
     let detail = format!("{} {what}", plan.detail);
-    plan.audit.record(plan.pid, "connect", &detail, Decision::Allow, "passed");
+    plan.audit
+        .record(plan.pid, "connect", &detail, Decision::Allow, "passed");
 }
 
 /// Whether `name` may be asked for on a connection to the plan's

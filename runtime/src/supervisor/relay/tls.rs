@@ -136,7 +136,11 @@ fn parse_body(body: &[u8]) -> Option<Hello> {
         found = Some(name?);
     }
     let Some(raw) = found else {
-        return Some(if ech { Hello::Encrypted(String::new()) } else { Hello::NoName });
+        return Some(if ech {
+            Hello::Encrypted(String::new())
+        } else {
+            Hello::NoName
+        });
     };
     let text = std::str::from_utf8(raw).ok()?;
     let text = text.strip_suffix('.').unwrap_or(text);
@@ -146,7 +150,7 @@ fn parse_body(body: &[u8]) -> Option<Hello> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
     let name = text.to_ascii_lowercase();
-    ok.then(|| if ech { Hello::Encrypted(name) } else { Hello::Name(name) })
+    ok.then_some(if ech { Hello::Encrypted(name) } else { Hello::Name(name) })
 }
 
 /// The `encrypted_client_hello` extension's type.
