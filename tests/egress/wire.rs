@@ -167,6 +167,13 @@ try:
     print("quic", "sent")
 except OSError as e:
     print("quic", "err", e.errno)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.connect(("allowed.test", 443))
+try:
+    u.sendmsg([b"quic"])
+    print("quic-connected", "sent")
+except OSError as e:
+    print("quic-connected", "err", e.errno)
 "#;
 
 /// Under a host rule for allowed.test: another name sent to its address
@@ -198,7 +205,8 @@ fn the_name_on_the_wire_must_be_allowed() {
          tls-other err ConnectionResetError\n\
          tls-none err ConnectionResetError\n\
          tls-encrypted err ConnectionResetError\n\
-         quic err 1\n"
+         quic err 1\n\
+         quic-connected err 1\n"
     );
     assert!(
         trail.iter().any(|r| {

@@ -23,9 +23,6 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
         Ok(p) => p,
         Err(out) => return out,
     };
-    if let Some(why) = quic_refusal(ctx, &addr, &sock) {
-        return Outcome::new(Reply::Errno(libc::EPERM), Decision::Deny, detail).by(Some(why));
-    }
     if let Some((wire, sni, dest)) = wire_plan(ctx, &addr).filter(|_| crate::supervisor::relay::steerable(&sock)) {
         // Through the relay, which checks the name on the wire; the
         // upstream connect may take a while, so always on a thread.

@@ -191,11 +191,34 @@ fn wire_plan(
     Some((wire, sni, addr.socket_addr()?))
 }
 
+/// [`quic_refusal`] of a message sent to `addr`, or without one on a
+/// connected socket, to the socket's peer.
+fn quic_refusal_of(t: &(impl Task + ?Sized), addr: Option<&Addr>, sock: &OwnedFd) -> Option<String> {
+    match addr {
+        Some(a) => quic_refusal(t, a, sock),
+        None => {
+            let peer = nix::sys::socket::getpeername::<nix::sys::socket::SockaddrStorage>(sock.as_raw_fd()).ok()?;
+            let peer = if let Some(v4) = peer.as_sockaddr_in() {
+                std::net::SocketAddr::new(IpAddr::V4(v4.ip()), v4.port())
+            } else {
+                let v6 = peer.as_sockaddr_in6()?;
+                std::net::SocketAddr::new(IpAddr::V6(v6.ip()), v6.port())
+            };
+            let a = Addr::from_bytes(&crate::supervisor::relay::sockaddr(peer)).ok()?;
+            quic_refusal(t, &a, sock)
+        }
+    }
+}
+
 /// Why a datagram to `addr` on `sock` is refused, when it is one: UDP
 /// (QUIC, HTTP/3) to a TLS port of an address a host rule allowed with
 /// its name checked on the wire ([`wire_plan`]). Its name travels
 /// encrypted, so it cannot be checked; a `cidr` rule for the address, or
 /// `sni = "off"` on the rule, allows it. Clients then fall back to TCP.
+/// A UDP `connect` to such an address is allowed (it sends nothing:
+/// glibc's getaddrinfo connects one to each answer to sort them), and so
+/// is what the filter does not send to the supervisor: `send`/`write` on
+/// a connected socket (docs/POLICY.md, "Names on the wire").
 fn quic_refusal(t: &(impl Task + ?Sized), addr: &Addr, sock: &OwnedFd) -> Option<String> {
     let (wire, _, _) = wire_plan(t, addr)?;
     let datagram = sys::net::sockopt_int(sock.as_fd(), libc::SO_TYPE).ok() == Some(libc::SOCK_DGRAM);

@@ -390,7 +390,7 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     }
     let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
-    if let Some(why) = msg.addr.as_ref().and_then(|a| quic_refusal(ctx, a, &sock)) {
+    if let Some(why) = quic_refusal_of(ctx, msg.addr.as_ref(), &sock) {
         return Ok(Outcome::new(Reply::Errno(libc::EPERM), Decision::Deny, detail).by(Some(why)));
     }
     let flags = ctx.arg(2) as i32;
@@ -472,7 +472,7 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         if let Some(out) = ask_first(&verdict, &detail, sendmmsg) {
             return out;
         }
-        let verdict = match msg.addr.as_ref().and_then(|a| quic_refusal(ctx, a, &sock)) {
+        let verdict = match quic_refusal_of(ctx, msg.addr.as_ref(), &sock) {
             Some(why) => Err((libc::EPERM, why)),
             None => verdict,
         };
