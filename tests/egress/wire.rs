@@ -187,14 +187,23 @@ except OSError as e:
 fn the_name_on_the_wire_must_be_allowed() {
     let net = TestNet::new();
     let _servers = WireServers::start(&net);
-    let run = |rules: &str| -> (String, Vec<serde_json::Value>) {
+    let run = |rules: &str| -> (String, Vec<serde_json::Value>, String) {
         let mut env = Env::python(&["python3", "-c", SCRIPT]);
         net.configure(&mut env, rules);
         let id = unique("wire");
         let out = env.run_keep(&id);
-        (ok(&out), env.audit(&id))
+        let stats = ok(&env.cordon(&["audit", "--stats", &id]));
+        (ok(&out), env.audit(&id), stats)
     };
-    let (text, trail) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
+    let (text, trail, stats) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
+    // Relayed connections by name, with their bytes: 4 on port 80, 4 on
+    // 443 (the ECH one included).
+    assert!(
+        stats
+            .lines()
+            .any(|l| l.starts_with("allowed.test ") && l.split_whitespace().nth(1) == Some("8")),
+        "audit --stats counts the relayed connections by name: {stats}"
+    );
     assert_eq!(
         text,
         "addresses ('192.0.2.1', 80) 192.0.2.2\n\
@@ -241,11 +250,11 @@ fn the_name_on_the_wire_must_be_allowed() {
         );
     }
 
-    let (text, _) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\nsni = \"optional\"\n");
+    let (text, _, _) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\nsni = \"optional\"\n");
     assert!(text.contains("tls-none tls got"), "{text}");
     assert!(text.contains("tls-other err ConnectionResetError"), "{text}");
 
-    let (text, _) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\nsni = \"off\"\n");
+    let (text, _, _) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\nsni = \"off\"\n");
     assert!(text.contains("http-other host=other.test\n"), "{text}");
     assert!(text.contains("tls-other tls got"), "{text}");
     assert!(text.contains("tls-encrypted tls got"), "{text}");

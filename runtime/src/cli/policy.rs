@@ -224,13 +224,29 @@ pub fn audit(root: &Path, a: AuditArgs) -> anyhow::Result<i32> {
     }
     if a.stats {
         let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        // Relayed connections by name: how many, bytes sent, received.
+        let mut bytes: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
         for r in cordon::supervisor::audit::read_all(&path)? {
             let name = r.host().unwrap_or("-").to_string();
+            if let Some((sent, received)) = cordon::supervisor::relay::closed_bytes(&r.detail) {
+                let e = bytes.entry(name.clone()).or_default();
+                *e = (e.0 + 1, e.1 + sent, e.2 + received);
+            }
             *counts.entry((r.syscall, r.action, name)).or_default() += 1;
         }
         println!("{:<16} {:<8} {:<32} {:>8}", "SYSCALL", "ACTION", "NAME", "COUNT");
         for ((s, act, name), n) in counts {
             println!("{s:<16} {act:<8} {name:<32} {n:>8}");
+        }
+        if !bytes.is_empty() {
+            println!();
+            println!(
+                "{:<32} {:>11} {:>14} {:>14}",
+                "NAME", "CONNECTIONS", "BYTES SENT", "BYTES RECEIVED"
+            );
+            for (name, (n, sent, received)) in bytes {
+                println!("{name:<32} {n:>11} {sent:>14} {received:>14}");
+            }
         }
         return Ok(0);
     }

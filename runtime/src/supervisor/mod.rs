@@ -564,6 +564,7 @@ fn attach(
             exited_within(att.pidfd.as_fd(), PollTimeout::NONE);
         }
         sup.settle(std::time::Duration::from_secs(1));
+        relay::settle(std::time::Duration::from_secs(2));
         sup.audit
             .record(0, "supervisor", "container init exited", Decision::Event, "exit");
         std::process::exit(0);

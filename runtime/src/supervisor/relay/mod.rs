@@ -97,6 +97,16 @@ pub struct Plan {
     pub detail: String,
 }
 
+/// Waits, at most `limit`, for the relayed connections to end and their
+/// ends to be recorded: once the container's init exited its processes'
+/// sockets close, and each relay ends when its server side closes too.
+pub fn settle(limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while RELAYS.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Whether `sock` is a TCP socket that is neither connected nor
 /// connecting: only such a connect is steered (another one gets the
 /// kernel's answer, EISCONN or EALREADY, from a direct connect).
@@ -183,11 +193,7 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     let forth = std::thread::Builder::new().name("relay".into()).spawn(move || {
         let sent = client_to_server(&client, &upstream, &plan, &refused);
         let received = back.join().unwrap_or(0);
-        let detail = format!(
-            "{} closed: {sent} bytes sent, {received} bytes received in {} ms",
-            plan.detail,
-            started.elapsed().as_millis()
-        );
+        let detail = closed_detail(&plan.detail, sent, received, started.elapsed());
         plan.audit
             .record(plan.pid, "connect", &detail, Decision::Event, "closed");
         if let Some(k) = entry {
@@ -199,6 +205,24 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
         return Err(libc::EAGAIN);
     }
     Ok(result)
+}
+
+/// The trail's detail for the end of a relayed connection (`connect`'s
+/// own detail, then the bytes each way and the duration).
+fn closed_detail(connect: &str, sent: u64, received: u64, took: Duration) -> String {
+    format!(
+        "{connect} closed: {sent} bytes sent, {received} bytes received in {} ms",
+        took.as_millis()
+    )
+}
+
+/// The bytes sent and received that a [`closed_detail`] records, for
+/// `cordon audit --stats`.
+pub fn closed_bytes(detail: &str) -> Option<(u64, u64)> {
+    let (_, rest) = detail.rsplit_once(" closed: ")?;
+    let (sent, rest) = rest.split_once(" bytes sent, ")?;
+    let (received, _) = rest.split_once(" bytes received in ")?;
+    Some((sent.parse().ok()?, received.parse().ok()?))
 }
 
 /// The raw `sockaddr` bytes of `a` (`sockaddr_in` or `sockaddr_in6`).
@@ -537,4 +561,26 @@ fn check_name(name: &str, plan: &Plan) -> Result<(), Stop> {
         None => format!("net_default (no rule allows the name {name} on the wire)"),
     };
     Err(Stop::Refused(name.to_string(), why))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_closed_record_reads_back() {
+        let d = super::closed_detail(
+            "a.test (192.0.2.1):443",
+            517,
+            9000,
+            std::time::Duration::from_millis(12),
+        );
+        assert_eq!(
+            d,
+            "a.test (192.0.2.1):443 closed: 517 bytes sent, 9000 bytes received in 12 ms"
+        );
+        assert_eq!(super::closed_bytes(&d), Some((517, 9000)));
+        assert_eq!(
+            super::closed_bytes("a.test (192.0.2.1):443 named a.test on the wire"),
+            None
+        );
+    }
 }
