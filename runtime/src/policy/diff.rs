@@ -151,11 +151,32 @@ fn net_rank(a: NetAction) -> u8 {
     }
 }
 
+/// How much a connection may leave unchecked on the wire: a required
+/// name < an optional one < no check.
+fn wire_rank(w: Option<super::model::Sni>) -> u8 {
+    match w {
+        Some(super::model::Sni::Required) => 0,
+        Some(super::model::Sni::Optional) => 1,
+        Some(super::model::Sni::Off) | None => 2,
+    }
+}
+
+fn wire_name(w: Option<super::model::Sni>) -> &'static str {
+    match w {
+        Some(super::model::Sni::Required) => "checked (sni required)",
+        Some(super::model::Sni::Optional) => "checked (sni optional)",
+        Some(super::model::Sni::Off) | None => "not checked",
+    }
+}
+
 fn net(a: &Policy, b: &Policy) -> Vec<Line> {
     let rules: Vec<_> = a.source.net.iter().chain(&b.source.net).collect();
     let mut ports: BTreeSet<u16> = rules.iter().flat_map(|r| r.ports.iter().copied()).collect();
-    // A port no rule lists: what the rules without ports and net_default do.
+    // A port no rule lists: what the rules without ports and net_default
+    // do; and the ports where host rules check names on the wire.
     ports.insert(1);
+    ports.extend(super::model::TLS_PORTS);
+    ports.extend(super::model::HTTP_PORTS);
     let mut targets: BTreeSet<(Option<String>, IpAddr)> = BTreeSet::new();
     for r in &rules {
         if let Some(c) = &r.cidr {
@@ -178,18 +199,30 @@ fn net(a: &Policy, b: &Policy) -> Vec<Line> {
     for (name, ip) in &targets {
         let names: Vec<String> = name.iter().cloned().collect();
         for &port in &ports {
-            let (x, y) = (
-                a.net.decide_named(*ip, port, &names).0,
-                b.net.decide_named(*ip, port, &names).0,
+            let (da, db) = (
+                a.net.decide_named(*ip, port, &names),
+                b.net.decide_named(*ip, port, &names),
             );
-            if x == y {
-                continue;
-            }
+            let (x, y) = (da.0, db.0);
             let what = match name {
                 Some(n) => format!("{n}:{port}"),
                 None if ip == &IpAddr::from([192, 0, 2, 254]) => format!("an address no rule names, port {port}"),
                 None => format!("{ip}:{port}"),
             };
+            if x == y {
+                // Both allow: the check of the name on the wire may differ.
+                let wire =
+                    |p: &Policy, d: super::net::Verdict| d.1.and_then(|i| p.net.wire_check(i, port)).map(|w| w.1);
+                let (wa, wb) = (wire(a, da), wire(b, db));
+                if x != NetAction::Deny && wa != wb {
+                    let mark = if wire_rank(wb) > wire_rank(wa) { '+' } else { '-' };
+                    out.push((
+                        mark,
+                        format!("net {what}: name on the wire {} -> {}", wire_name(wa), wire_name(wb)),
+                    ));
+                }
+                continue;
+            }
             let mark = if net_rank(y) > net_rank(x) { '+' } else { '-' };
             out.push((mark, format!("net {what}: {} -> {}", net_name(x), net_name(y))));
         }
@@ -203,6 +236,21 @@ mod tests {
 
     fn policy(text: &str) -> Policy {
         Policy::from_toml(&format!("name = \"t\"\n{text}"), "t").expect("policy")
+    }
+
+    #[test]
+    fn turning_the_wire_check_off_grants_more() {
+        let a = policy("net_default = \"deny\"\n[[net]]\nhost = \"pypi.org\"\naction = \"allow\"\n");
+        let b = policy("net_default = \"deny\"\n[[net]]\nhost = \"pypi.org\"\naction = \"allow\"\nsni = \"off\"\n");
+        let lines = diff(&a, &b);
+        assert!(
+            lines.contains(&(
+                '+',
+                "net pypi.org:443: name on the wire checked (sni required) -> not checked".into()
+            )),
+            "{lines:?}"
+        );
+        assert!(diff(&b, &a).iter().all(|l| l.0 == '-'), "{:?}", diff(&b, &a));
     }
 
     #[test]
