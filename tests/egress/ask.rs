@@ -261,3 +261,80 @@ for target, port in [("192.0.2.1", 8080), ("192.0.2.1", 9090), ("192.0.2.3", 808
         "{text}"
     );
 }
+
+/// `access = "ask"` on a path rule: an open or a change of the tree on a
+/// path the rule decides waits for the program; allow-and-remember lets
+/// the next open through unasked, deny gives EACCES, a missing file
+/// ENOENT before anything is asked. The question names the path and the
+/// rule.
+#[test]
+fn ask_path_rules_hold_the_open_until_the_program_answers() {
+    let dir = TempDir::new("ask-path");
+    let program = Program::new(
+        dir.path(),
+        &[r#"{"answer":"allow","remember":true}"#, r#"{"answer":"deny"}"#],
+    );
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[ask]\nsocket = {:?}\ntimeout_ms = 20000\n", program.socket),
+    )
+    .unwrap();
+    let data = TempDir::new("ask-data");
+    std::fs::write(data.path().join("ok"), "yes\n").unwrap();
+    std::fs::write(data.path().join("secret"), "no\n").unwrap();
+    let policy = dir.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "name = \"askp\"\nextends = \"default\"\n[[path]]\npattern = \"/data/**\"\naccess = \"ask\"\n",
+    )
+    .unwrap();
+    let script = r#"
+import errno, os
+for p in ["/data/ok", "/data/secret", "/data/ok", "/data/new"]:
+    try:
+        print(p, open(p).read().strip())
+    except OSError as e:
+        print(p, "err", errno.errorcode[e.errno])
+try:
+    os.mkdir("/data/d")
+    print("mkdir ok")
+except OSError as e:
+    print("mkdir err", errno.errorcode[e.errno])
+"#;
+    let mut env = Env::python(&["python3", "-c", script]);
+    env.config_file = Some(config);
+    env.set_policy(&policy.to_string_lossy());
+    env.config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/data", "type": "bind", "source": data.path(), "options": ["rbind", "rw"]
+    }));
+    let id = unique("askpath");
+    let out = env.run_keep(&id);
+    assert_eq!(
+        ok(&out),
+        "/data/ok yes\n/data/secret err EACCES\n/data/ok yes\n/data/new err ENOENT\nmkdir err EACCES\n"
+    );
+    let asked: Vec<String> = program
+        .asked()
+        .iter()
+        .map(|q| {
+            format!(
+                "{} {}",
+                q["syscall"].as_str().unwrap_or("?"),
+                q["path"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        ["openat /data/ok", "openat /data/secret", "mkdir /data/d"],
+        "{:?}",
+        program.asked()
+    );
+    let q = &program.asked()[0];
+    assert_eq!(q["rule"], "path[0] \"/data/**\" ask");
+    assert_eq!(q["container"], id.as_str());
+    assert!(q.get("address").is_none() && q.get("port").is_none(), "{q}");
+    let state = env.state(&id);
+    assert_eq!(state["annotations"]["org.cordon.enforcement"], "supervisor", "{state}");
+}

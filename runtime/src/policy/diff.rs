@@ -91,7 +91,8 @@ fn path_rank(a: PathAccess) -> u8 {
     match a {
         PathAccess::Deny => 0,
         PathAccess::ReadOnly => 1,
-        PathAccess::Allow => 2,
+        // The decision program may allow it.
+        PathAccess::Allow | PathAccess::Ask => 2,
     }
 }
 
@@ -100,6 +101,7 @@ fn path_name(a: PathAccess) -> &'static str {
         PathAccess::Deny => "deny",
         PathAccess::ReadOnly => "read-only",
         PathAccess::Allow => "allow",
+        PathAccess::Ask => "ask",
     }
 }
 

@@ -75,7 +75,8 @@ pub fn rank(a: PathAccess) -> u8 {
     match a {
         PathAccess::Deny => 0,
         PathAccess::ReadOnly => 1,
-        PathAccess::Allow => 2,
+        // The decision program may allow it.
+        PathAccess::Allow | PathAccess::Ask => 2,
     }
 }
 
@@ -85,6 +86,7 @@ pub fn name(a: PathAccess) -> &'static str {
         PathAccess::Deny => "deny",
         PathAccess::ReadOnly => "read-only",
         PathAccess::Allow => "allow",
+        PathAccess::Ask => "ask",
     }
 }
 

@@ -295,7 +295,10 @@ impl Policy {
         } else if !self.pins_root() {
             Some("the policy lets mounts, chroot or setns through, which could undo a mount".to_string())
         } else {
-            None
+            rules
+                .iter()
+                .position(|r| r.access == PathAccess::Ask)
+                .map(|i| format!("path[{i}] asks the decision program, which only the supervisor can"))
         };
         if let Some(why) = global {
             return supervisor_plan(rules, |_| why.clone(), None);
@@ -334,6 +337,9 @@ impl Policy {
         let r = &self.source.paths[i];
         if r.access == PathAccess::Allow {
             return Err("allows an exception, which a mount cannot make".into());
+        }
+        if r.access == PathAccess::Ask {
+            return Err("asks the decision program, which only the supervisor can".into());
         }
         let Some(base) = literal_base(&r.pattern) else {
             return Err("a glob over paths: matched on every open".into());

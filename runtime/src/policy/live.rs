@@ -103,6 +103,7 @@ fn access_name(a: super::model::PathAccess) -> &'static str {
         super::model::PathAccess::Deny => "deny",
         super::model::PathAccess::ReadOnly => "read-only",
         super::model::PathAccess::Allow => "allow",
+        super::model::PathAccess::Ask => "ask",
     }
 }
 

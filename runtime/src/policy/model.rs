@@ -112,6 +112,11 @@ pub enum PathAccess {
     ReadOnly,
     /// No restriction.
     Allow,
+    /// Held while the runtime config's decision program (`[ask]`) answers
+    /// allow (the call goes on as under `allow`) or deny (EACCES, or the
+    /// errno it names); deny without one. Enforced by the supervisor
+    /// (docs/POLICY.md, "Ask").
+    Ask,
 }
 
 /// A rule over files, matched on the path inside the container after

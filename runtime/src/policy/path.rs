@@ -209,11 +209,13 @@ impl PathPolicy {
             .position(|(g, dir, _)| g.is_match(path) || dir.as_ref().is_some_and(|d| d.is_match(trim_slashes(path))))
     }
 
-    /// Whether an open of `path` with open(2) `flags` is allowed.
+    /// Whether an open of `path` with open(2) `flags` is allowed. A path an
+    /// `ask` rule decides is not: a caller that can ask (an open, a
+    /// metadata call) asks before ([`Self::access`] says `Ask`).
     pub fn allows_open(&self, path: &str, flags: u64) -> bool {
         match self.access(path) {
             PathAccess::Allow => true,
-            PathAccess::Deny => false,
+            PathAccess::Deny | PathAccess::Ask => false,
             PathAccess::ReadOnly => !is_write_open(flags),
         }
     }

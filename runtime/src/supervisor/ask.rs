@@ -64,15 +64,22 @@ pub struct Question {
     /// The caller's command line (its `/proc/PID/cmdline`, spaces between
     /// arguments).
     pub command: String,
-    /// `connect`, `sendto`, `sendmsg` or `sendmmsg`.
+    /// `connect`, `sendto`, `sendmsg` or `sendmmsg`; for a path rule the
+    /// file syscall (`openat`, `stat`, `mkdir`, ...).
     pub syscall: String,
     /// The host name the address was looked up by, if the resolver
     /// answered it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// The destination address.
-    pub address: String,
-    /// The destination port.
-    pub port: u16,
+    /// The destination address (network rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The destination port (network rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The path in the container (path rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// The rule, as the trail names it (`net[3] example.com`).
     pub rule: String,
     /// The rule whole (target, ports, action), as remembered answers are
@@ -83,10 +90,15 @@ pub struct Question {
 
 impl Question {
     /// What a remembered answer is kept under: the rule and the
-    /// destination (by name when it has one).
+    /// destination (by name when it has one) or the path.
     fn key(&self) -> String {
-        let dest = self.host.as_deref().unwrap_or(&self.address);
-        format!("{}\u{0}{dest}\u{0}{}", self.rule_key, self.port)
+        let dest = self
+            .path
+            .as_deref()
+            .or(self.host.as_deref())
+            .or(self.address.as_deref())
+            .unwrap_or_default();
+        format!("{}\u{0}{dest}\u{0}{}", self.rule_key, self.port.unwrap_or(0))
     }
 }
 

@@ -304,7 +304,12 @@ impl Loop {
         let path = exe_in_container(pid);
         let denied = path
             .as_deref()
-            .map(|p| self.sup.policy().paths.access(p) == crate::policy::PathAccess::Deny)
+            .map(|p| {
+                matches!(
+                    self.sup.policy().paths.access(p),
+                    crate::policy::PathAccess::Deny | crate::policy::PathAccess::Ask
+                )
+            })
             .unwrap_or(false);
         if denied {
             if let Ok(fd) = super::syscalls::pidfd_of(pid) {

@@ -59,9 +59,13 @@ pub fn meta(ctx: &dyn Task, name: &str) -> Outcome {
         );
     }
     let mut detail = String::new();
-    match run(ctx, name, &mut detail) {
+    match super::asked::asking(ctx, name, || run(ctx, name, &mut detail)) {
         Ok(v) => Outcome::new(Reply::Value(v), Decision::Allow, detail),
         Err(Denied::Policy(p)) => Outcome::path_denied(ctx, p),
+        Err(Denied::Errno(super::ASK_FIRST)) => {
+            let name = name.to_string();
+            super::again_to_ask(detail, move |ctx| meta(ctx, &name))
+        }
         Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), Decision::Allow, detail),
     }
 }

@@ -4,6 +4,7 @@
 //! that copy, acts, and returns a [`Reply`]. No handler answers CONTINUE
 //! after a decision that read caller memory: the kernel would read it again.
 
+mod asked;
 mod fs;
 mod meta;
 mod net;
@@ -81,6 +82,25 @@ impl Ctx<'_> {
             None => true,
         }
     }
+}
+
+/// The errno a handler's decision gives when an `ask` rule's question is
+/// still to be asked: the handler then runs again on a thread of its own,
+/// where the question may wait for its answer ([`again_to_ask`]).
+pub(crate) const ASK_FIRST: i32 = -1;
+
+/// The answer to give now for a call whose question must wait: `handler`
+/// run again on a blocking handler's thread, within
+/// [`crate::supervisor::ask::waiting`]; a call that blocks is made there.
+pub(crate) fn again_to_ask(detail: String, handler: impl FnOnce(&Ctx<'_>) -> Outcome + Send + 'static) -> Outcome {
+    let job = Box::new(move |ctx: &Ctx<'_>| {
+        let out = crate::supervisor::ask::waiting(|| handler(ctx));
+        match out.reply {
+            Reply::Blocking(then) => then(ctx),
+            _ => out,
+        }
+    });
+    Outcome::new(Reply::Blocking(job), Decision::Ask, detail)
 }
 
 /// A deferred handler that may block; run on its own thread.

@@ -51,7 +51,7 @@ pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
         return Outcome::new(Reply::Errno(libc::EINTR), Decision::Emulate, "caller gone".into());
     }
     let detail = format!("{} {}", String::from_utf8_lossy(&req.path), flags_str(req.flags));
-    match perform(ctx, &req, false) {
+    match super::asked::asking(ctx, name, || perform(ctx, &req, false)) {
         Ok(Done::Fd(fd)) => {
             let cloexec = req.flags & libc::O_CLOEXEC as u64 != 0;
             Outcome::new(Reply::Fd { fd, cloexec }, Decision::Allow, detail)
@@ -61,7 +61,8 @@ pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
             let req2 = req.clone();
             let job = Box::new(move |ctx: &Ctx<'_>| {
                 let detail = format!("{} {}", String::from_utf8_lossy(&req2.path), flags_str(req2.flags));
-                match perform(ctx, &req2, true) {
+                let asked = |ctx: &Ctx<'_>| super::asked::asking(ctx, "open", || perform(ctx, &req2, true));
+                match crate::supervisor::ask::waiting(|| asked(ctx)) {
                     Ok(Done::Fd(fd)) => {
                         let cloexec = req2.flags & libc::O_CLOEXEC as u64 != 0;
                         Outcome::new(Reply::Fd { fd, cloexec }, Decision::Allow, detail)
@@ -82,6 +83,10 @@ pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
                 format!("{p} {}", flags_str(req.flags)),
             )
             .by(rule)
+        }
+        Err(Denied::Errno(super::ASK_FIRST)) => {
+            let name = name.to_string();
+            super::again_to_ask(detail, move |ctx| open(ctx, &name))
         }
         Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), Decision::Allow, detail),
     }
@@ -317,7 +322,7 @@ fn perform(ctx: &dyn Task, req: &Request, may_block: bool) -> Result<Done, Denie
     // credentials (each switch is a syscall or more, and its undoing).
     as_caller(&creds, || -> std::io::Result<Result<Done, Denied>> {
         Ok(match sys::openat2(base, &target, lookup, 0, resolve) {
-            Ok(found) => decide_and_reopen(ctx.pid(), root, found, req, &creds, policy, creating, may_block),
+            Ok(found) => decide_and_reopen(ctx, root, found, req, &creds, policy, creating, may_block),
             // "f/" of an existing non-directory: create gives the
             // kernel's EISDIR (after its parent's errors).
             Err(e)
@@ -325,7 +330,7 @@ fn perform(ctx: &dyn Task, req: &Request, may_block: bool) -> Result<Done, Denie
                     && (e.raw_os_error() == Some(libc::ENOENT)
                         || (e.raw_os_error() == Some(libc::ENOTDIR) && trailing_slash(target.to_bytes()))) =>
             {
-                create(root, base, &target, req, &creds, policy, resolve)
+                create(ctx, root, base, &target, req, &creds, policy, resolve)
             }
             Err(e) => Err(e.into()),
         })
@@ -353,7 +358,7 @@ fn no_links(root: &Root, t: &dyn Task, req: &Request) -> Result<(), Denied> {
 /// with the caller's flags (run with the caller's credentials).
 #[allow(clippy::too_many_arguments)]
 fn decide_and_reopen(
-    pid: i32,
+    t: &dyn Task,
     root: &Root,
     found: OwnedFd,
     req: &Request,
@@ -371,9 +376,7 @@ fn decide_and_reopen(
         return Err(Denied::Errno(libc::EISDIR));
     }
     let path = container_path(root, &found)?;
-    if !policy.allows_open(&path.to_string_lossy(), req.flags) {
-        return Err(Denied::Policy(path.to_string_lossy().into_owned()));
-    }
+    open_allowed(t, policy, &path.to_string_lossy(), req.flags)?;
     if req.flags as i32 & libc::O_PATH != 0 {
         // seccomp cannot install O_PATH fds (ADDFD refuses them).
         return Ok(Done::Continue);
@@ -381,7 +384,7 @@ fn decide_and_reopen(
     if st.st_mode & libc::S_IFMT == libc::S_IFIFO && req.flags as i32 & libc::O_NONBLOCK == 0 && !may_block {
         return Ok(Done::MayBlock);
     }
-    check_device(pid, &st, req.flags)?;
+    check_device(t.pid(), &st, req.flags)?;
     let link = cstr(format!("/proc/self/fd/{}", found.as_raw_fd()))?;
     let flags = (req.flags | libc::O_CLOEXEC as u64) & !((libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW) as u64);
     // O_TMPFILE creates a file in the directory found: it takes a mode.
@@ -397,7 +400,9 @@ fn decide_and_reopen(
 /// created, and the file is created there with O_NOFOLLOW relative to the
 /// checked directory, so a symlink swapped in meanwhile fails (ELOOP)
 /// instead of redirecting the creation.
+#[allow(clippy::too_many_arguments)]
 fn create(
+    t: &dyn Task,
     root: &Root,
     base: std::os::fd::BorrowedFd<'_>,
     target: &std::ffi::CStr,
@@ -428,9 +433,7 @@ fn create(
         } else {
             dir_path.join(OsStr::from_bytes(name))
         };
-        if !policy.allows_open(&place.to_string_lossy(), req.flags) {
-            return Err(Denied::Policy(place.to_string_lossy().into_owned()));
-        }
+        open_allowed(t, policy, &place.to_string_lossy(), req.flags)?;
         let cname = cstr(name)?;
         match sys::openat2(dir.as_fd(), &cname, flags, mode, RESOLVE_BENEATH) {
             Ok(fd) => return Ok(Done::Fd(fd)),
@@ -466,7 +469,8 @@ fn reopen_exe(ctx: &dyn Task, req: &Request, creds: &Creds) -> Result<Done, Deni
     let link = cstr(format!("/proc/self/fd/{}", exe.as_raw_fd()))?;
     let fd = as_caller(creds, || sys::openat2(cwd_fd(), &link, flags, 0, 0))?;
     let path = container_path(&root, &fd)?;
-    if !ctx.sup().policy().paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
+    open_allowed(ctx, &ctx.sup().policy().paths, &path.to_string_lossy(), req.flags)?;
+    if writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     if req.flags & libc::O_PATH as u64 != 0 {
@@ -482,7 +486,8 @@ fn reopen_exe(ctx: &dyn Task, req: &Request, creds: &Creds) -> Result<Done, Deni
 fn reopen_fd(ctx: &dyn Task, req: &Request, copy: OwnedFd, creds: &Creds) -> Result<Done, Denied> {
     let root = root_of(ctx)?;
     let path = container_path(&root, &copy)?;
-    if !ctx.sup().policy().paths.allows_open(&path.to_string_lossy(), req.flags) || writes_memfd(&path, req.flags) {
+    open_allowed(ctx, &ctx.sup().policy().paths, &path.to_string_lossy(), req.flags)?;
+    if writes_memfd(&path, req.flags) {
         return Err(Denied::Policy(path.to_string_lossy().into_owned()));
     }
     if req.flags & libc::O_PATH as u64 != 0 {
@@ -500,6 +505,19 @@ fn reopen_fd(ctx: &dyn Task, req: &Request, copy: OwnedFd, creds: &Creds) -> Res
 
 /// The caller's device cgroup decides on a device node the supervisor is
 /// about to open for it (see `supervisor::devices`): EPERM when refused.
+/// The path rules' verdict on an open of container path `path` with
+/// open(2) `flags`; a path an `ask` rule decides gets the decision
+/// program's answer ([`super::asked::verdict`]).
+fn open_allowed(t: &dyn Task, policy: &crate::policy::PathPolicy, path: &str, flags: u64) -> Result<(), Denied> {
+    if policy.access(path) == crate::policy::PathAccess::Ask {
+        return super::asked::verdict(t, path);
+    }
+    if !policy.allows_open(path, flags) {
+        return Err(Denied::Policy(path.to_string()));
+    }
+    Ok(())
+}
+
 fn check_device(pid: i32, st: &libc::stat, flags: u64) -> Result<(), Denied> {
     match crate::supervisor::devices::Access::of_open(flags) {
         Some(access) => crate::supervisor::devices::check(pid, st, access).map_err(Denied::Errno),

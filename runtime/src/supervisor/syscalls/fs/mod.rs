@@ -31,9 +31,13 @@ use crate::supervisor::creds::Creds;
 /// the syscall table ([`crate::abi::table`]) other than the open family).
 pub fn fs(ctx: &dyn Task, name: &str) -> Outcome {
     let mut detail = String::new();
-    let reply = match run(ctx, name, &mut detail) {
+    let reply = match super::asked::asking(ctx, name, || run(ctx, name, &mut detail)) {
         Ok(v) => Reply::Value(v),
         Err(Denied::Policy(p)) => return Outcome::path_denied(ctx, p),
+        Err(Denied::Errno(super::ASK_FIRST)) => {
+            let name = name.to_string();
+            return super::again_to_ask(detail, move |ctx| fs(ctx, &name));
+        }
         Err(Denied::Errno(e)) => Reply::Errno(e),
     };
     Outcome::new(reply, Decision::Allow, detail)
@@ -45,14 +49,19 @@ pub(super) fn path_arg(ctx: &dyn Task, i: usize) -> Result<Vec<u8>, Denied> {
 }
 
 fn check_read(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
-    if ctx.sup().policy().paths.access(path) == crate::policy::PathAccess::Deny {
-        return Err(Denied::Policy(path.to_string()));
+    match ctx.sup().policy().paths.access(path) {
+        crate::policy::PathAccess::Deny => Err(Denied::Policy(path.to_string())),
+        crate::policy::PathAccess::Ask => super::asked::verdict(ctx, path),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 pub(super) fn check_write(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
-    if !ctx.sup().policy().paths.allows_open(path, libc::O_WRONLY as u64) {
+    let paths = &ctx.sup().policy().paths;
+    if paths.access(path) == crate::policy::PathAccess::Ask {
+        return super::asked::verdict(ctx, path);
+    }
+    if !paths.allows_open(path, libc::O_WRONLY as u64) {
         return Err(Denied::Policy(path.to_string()));
     }
     Ok(())

@@ -298,8 +298,9 @@ fn check(t: &(impl Task + ?Sized), addr: &Addr, send: bool) -> (String, Result<O
                 command: String::new(),
                 syscall: if send { "send" } else { "connect" }.into(),
                 host: name.cloned(),
-                address: ip.to_string(),
-                port,
+                address: Some(ip.to_string()),
+                port: Some(port),
+                path: None,
                 rule: policy.explain_net_rule(rule),
                 rule_key: rule
                     .and_then(|i| policy.source.net.get(i))
@@ -331,7 +332,7 @@ fn why_default(policy: &crate::policy::Policy, ip: IpAddr, port: u16, names: &[S
 
 /// A verdict no answer was asked for yet: the handler must run again on a
 /// thread of its own, where the question may wait ([`ask_first`]).
-const ASK_FIRST: i32 = -1;
+use super::ASK_FIRST;
 
 /// The verdict of an `ask` rule on question `q`: the remembered answer,
 /// else (on a thread that may wait) the decision program's, else
@@ -470,7 +471,12 @@ fn unix_in_root(ctx: &dyn Task, addr: &Addr, creds: &Creds) -> Result<Option<(Ve
         return Ok(None);
     };
     let (fd, cpath) = super::path::target(ctx, libc::AT_FDCWD, path, true, creds)?;
-    if ctx.sup().policy().paths.access(&cpath) == crate::policy::PathAccess::Deny {
+    // A socket under an `ask` rule is refused too: only opens and
+    // metadata calls ask (docs/POLICY.md, "Ask").
+    if matches!(
+        ctx.sup().policy().paths.access(&cpath),
+        crate::policy::PathAccess::Deny | crate::policy::PathAccess::Ask
+    ) {
         return Err(Denied::Policy(cpath));
     }
     let mut bytes = addr.bytes[..2].to_vec();
