@@ -39,9 +39,10 @@ fn describe(question: &str) -> String {
         return super::policy::escaped(question.trim()).into_owned();
     };
     let s = |k: &str| super::policy::escaped(q[k].as_str().unwrap_or("")).into_owned();
-    let dest = match q["host"].as_str() {
-        Some(h) => format!("{h} ({}):{}", s("address"), q["port"]),
-        None => format!("{}:{}", s("address"), q["port"]),
+    let dest = match (q["path"].as_str(), q["host"].as_str()) {
+        (Some(_), _) => s("path"),
+        (None, Some(h)) => format!("{h} ({}):{}", s("address"), q["port"]),
+        (None, None) => format!("{}:{}", s("address"), q["port"]),
     };
     format!(
         "container {} pid {} ({}): {} {dest} by {}",
@@ -83,4 +84,23 @@ pub fn ask(args: AskArgs) -> anyhow::Result<i32> {
         let _ = conn.write_all(format!("{answer}\n").as_bytes());
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn questions_read_as_one_line() {
+        let net = r#"{"container":"c","pid":4,"command":"curl x","syscall":"connect","host":"a.test","address":"192.0.2.1","port":443,"rule":"net[0] a.test"}"#;
+        assert_eq!(
+            super::describe(net),
+            "container c pid 4 (curl x): connect a.test (192.0.2.1):443 by net[0] a.test"
+        );
+        let path = r#"{"container":"c","pid":4,"command":"cat /data/r","syscall":"openat","path":"/data/r\u001b","rule":"path[0] \"/data/**\" ask"}"#;
+        let line = super::describe(path);
+        assert!(
+            line.starts_with("container c pid 4 (cat /data/r): openat /data/r"),
+            "{line}"
+        );
+        assert!(!line.contains('\u{1b}'), "control characters escaped: {line:?}");
+    }
 }
