@@ -228,7 +228,9 @@ for target, port in [("192.0.2.1", 8080), ("192.0.2.1", 9090), ("192.0.2.3", 808
         ok(&out),
         "192.0.2.1 8080 ok\n192.0.2.1 9090 err EPERM\n192.0.2.3 8080 err EPERM\n"
     );
-    let trail = env.audit(&id);
+    // Whole: the supervisor's last records (a relayed connection's end,
+    // the init's exit) may land a moment after `run` returned.
+    let trail = env.audit_with(&id, "the init's exit", |r| r["result"] == "exit");
     let port = trail
         .iter()
         .find(|r| r["syscall"] == "connect" && r["port"] == 9090)

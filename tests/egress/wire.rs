@@ -12,6 +12,8 @@ use super::*;
 struct WireServers {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    /// The Host of every request the HTTP server answered.
+    served: Arc<Mutex<Vec<String>>>,
 }
 
 impl WireServers {
@@ -23,9 +25,11 @@ impl WireServers {
             )
         });
         let stop = Arc::new(AtomicBool::new(false));
+        let served = Arc::new(Mutex::new(Vec::new()));
         let mut threads = Vec::new();
         for (l, tls) in [(http, false), (tls, true)] {
             let stop = Arc::clone(&stop);
+            let served = Arc::clone(&served);
             l.set_nonblocking(true).unwrap();
             threads.push(std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
@@ -33,14 +37,15 @@ impl WireServers {
                         Ok((c, _)) => {
                             c.set_nonblocking(false).unwrap();
                             c.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
-                            std::thread::spawn(move || if tls { answer_tls(c) } else { answer_http(c) });
+                            let served = Arc::clone(&served);
+                            std::thread::spawn(move || if tls { answer_tls(c) } else { answer_http(c, &served) });
                         }
                         Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
                     }
                 }
             }));
         }
-        Self { stop, threads }
+        Self { stop, threads, served }
     }
 }
 
@@ -59,7 +64,10 @@ fn answer_tls(mut c: std::net::TcpStream) {
     let _ = write!(c, "tls got {n}");
 }
 
-fn answer_http(c: std::net::TcpStream) {
+/// Answers each request of a connection, reading heads only (as a lenient
+/// server would: a line that is not a header is skipped), and records its
+/// Host.
+fn answer_http(c: std::net::TcpStream, served: &Mutex<Vec<String>>) {
     use std::io::BufRead;
     let mut r = std::io::BufReader::new(&c);
     let mut w = &c;
@@ -78,6 +86,7 @@ fn answer_http(c: std::net::TcpStream) {
                 host = h.trim().to_string();
             }
         }
+        served.lock().unwrap().push(host.clone());
         let body = format!("host={host}");
         if write!(w, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len()).is_err() {
             return;
@@ -192,8 +201,10 @@ fn the_name_on_the_wire_must_be_allowed() {
         net.configure(&mut env, rules);
         let id = unique("wire");
         let out = env.run_keep(&id);
+        // The relayed connections' ends are recorded before the init's exit.
+        let trail = env.audit_with(&id, "the init's exit", |r| r["result"] == "exit");
         let stats = ok(&env.cordon(&["audit", "--stats", &id]));
-        (ok(&out), env.audit(&id), stats)
+        (ok(&out), trail, stats)
     };
     let (text, trail, stats) = run("[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
     // Relayed connections by name, with their bytes: 4 on port 80, 4 on
@@ -292,4 +303,63 @@ fn sni_on_a_cidr_rule_is_refused() {
     let out = env.cordon(&["policy", "check", &p.to_string_lossy()]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("net[0].sni"), "{}", stderr(&out));
+}
+
+/// What got past the relay in earlier versions (an attack pass against a
+/// real nginx): an absolute target in another case, a chunked body whose
+/// trailer or chunk end is a bare LF, an MPTCP socket, TCP Fast Open by
+/// sendmmsg. The server never answers a request for other.test; the
+/// MPTCP connect gets EPERM and the Fast Open send EOPNOTSUPP.
+#[test]
+fn smuggled_requests_and_other_routes_never_reach_the_server() {
+    let net = TestNet::new();
+    let servers = WireServers::start(&net);
+    let script = r#"
+import ctypes, errno, socket, struct
+socket.getaddrinfo("allowed.test", 80)
+def raw(payload):
+    s = socket.create_connection(("192.0.2.1", 80), timeout=5)
+    try:
+        s.sendall(payload)
+        while s.recv(4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        s.close()
+raw(b"GET HTTP://other.test/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+raw(b"POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\nGET /s HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n")
+smuggled = b"GET /s2 HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n"
+raw(b"POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nA\n0\t" + b"%x" % len(smuggled) + b"\r\n\r\n" + smuggled + b"0\r\n\r\n")
+try:
+    m = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+    m.settimeout(5)
+    m.connect(("192.0.2.1", 80))
+    m.sendall(b"GET / HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n")
+    m.recv(4096)
+    print("mptcp connected")
+except OSError as e:
+    print("mptcp err", errno.errorcode[e.errno])
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure): _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure): _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t), ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure): _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+data = b"GET / HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n"
+buf = ctypes.create_string_buffer(data, len(data))
+sa = ctypes.create_string_buffer(struct.pack("=HH4s8x", socket.AF_INET, socket.htons(80), socket.inet_aton("192.0.2.1")), 16)
+iov = iovec(ctypes.cast(buf, ctypes.c_void_p), len(data))
+mm = mmsghdr(msghdr(ctypes.cast(sa, ctypes.c_void_p), 16, ctypes.pointer(iov), 1, None, 0, 0), 0)
+t = socket.socket()
+r = libc.sendmmsg(t.fileno(), ctypes.byref(mm), 1, 0x20000000)
+print("fastopen-sendmmsg", r, errno.errorcode.get(ctypes.get_errno(), "0") if r < 0 else "")
+"#;
+    let mut env = Env::python(&["python3", "-c", script]);
+    net.configure(&mut env, "[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
+    let text = ok(&env.run(&unique("smuggle")));
+    assert_eq!(text, "mptcp err EPERM\nfastopen-sendmmsg -1 EOPNOTSUPP\n");
+    let served = servers.served.lock().unwrap().clone();
+    assert!(
+        served.iter().all(|h| h == "allowed.test"),
+        "the server answered a request that was not for allowed.test: {served:?}"
+    );
 }

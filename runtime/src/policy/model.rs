@@ -219,8 +219,9 @@ pub enum Sni {
     #[default]
     Required,
     /// As `required`, but a connection that names no host (a ClientHello
-    /// without a server name, an HTTP/1.0 request without `Host`, another
-    /// protocol) passes.
+    /// without a server name, an HTTP/1.0 request without `Host`) passes.
+    /// Another protocol, or a malformed or ambiguous ClientHello or
+    /// request, is refused either way.
     Optional,
     /// Not checked: the rule allows the addresses its names resolved to.
     Off,

@@ -71,9 +71,18 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
             return Err("a malformed header name");
         }
         let value = value.trim_matches([' ', '\t']);
-        match name.to_ascii_lowercase().as_str() {
+        let lower = name.to_ascii_lowercase();
+        // A server that reads `_` as `-` would see a header the relay did not.
+        if lower.contains('_') && matches!(lower.replace('_', "-").as_str(), "host" | "content-length" | "transfer-encoding")
+        {
+            return Err("a Host, Content-Length or Transfer-Encoding header spelled with an underscore");
+        }
+        match lower.as_str() {
             "host" if host.replace(value).is_some() => return Err("several Host headers"),
             "content-length" => {
+                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err("a malformed Content-Length");
+                }
                 let n: u64 = value.parse().map_err(|_| "a malformed Content-Length")?;
                 if length.replace(n).is_some_and(|m| m != n) {
                     return Err("conflicting Content-Length headers");
@@ -93,10 +102,16 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
     if let Some(h) = host {
         names.push(host_of(h).ok_or("a malformed Host header")?);
     }
-    if let Some(rest) = target
-        .strip_prefix("http://")
-        .or_else(|| target.strip_prefix("https://"))
-    {
+    // origin-form (`/path`) and asterisk-form (`*`) name no host; anything
+    // else must be absolute-form (`scheme://authority/...`, any scheme, in
+    // any case), whose authority a server takes over `Host` (RFC 9112 3.2.2).
+    if !target.starts_with('/') && target != "*" {
+        let (scheme, rest) = target.split_once("://").ok_or("a request target of no known form")?;
+        let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+        if !scheme_ok {
+            return Err("a request target of no known form");
+        }
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let n = host_of(authority).ok_or("a malformed request target")?;
         if !names.contains(&n) {
@@ -137,14 +152,35 @@ fn host_of(authority: &str) -> Option<String> {
     ok.then(|| host.to_ascii_lowercase())
 }
 
-/// The size of a chunk from its size line (`1a;ext=v\r\n`), RFC 9112 7.1.
+/// The size of a chunk from its size line (`1a;ext=v\r\n`), RFC 9112 7.1:
+/// hex digits, then optional extensions after `;` (whitespace only before
+/// a `;`), the line ended by CRLF with no other CR, LF or NUL. `None` for
+/// anything else, which a server could read otherwise.
 pub fn chunk_size(line: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(line).ok()?.trim_end_matches(['\r', '\n']);
-    let hex = text.split(';').next()?.trim_matches([' ', '\t']);
-    if hex.is_empty() || hex.len() > 15 {
+    let text = std::str::from_utf8(line).ok()?.strip_suffix("\r\n")?;
+    if text.contains(['\r', '\n', '\0']) {
+        return None;
+    }
+    let (hex, ext) = match text.split_once(';') {
+        Some((h, e)) => (h.trim_end_matches([' ', '\t']), Some(e)),
+        None => (text, None),
+    };
+    if hex.is_empty() || hex.len() > 15 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    if ext.is_some_and(|e| e.trim_start_matches([' ', '\t']).is_empty()) {
         return None;
     }
     u64::from_str_radix(hex, 16).ok()
+}
+
+/// Whether `line` is a well-formed trailer line or the empty line that
+/// ends the trailers: CRLF-ended, no other CR, LF or NUL, not folded.
+pub fn trailer_line(line: &[u8]) -> bool {
+    let Some(text) = line.strip_suffix(b"\r\n") else {
+        return false;
+    };
+    !text.iter().any(|b| matches!(b, b'\r' | b'\n' | 0)) && !text.starts_with(b" ") && !text.starts_with(b"\t")
 }
 
 #[cfg(test)]
@@ -200,8 +236,36 @@ mod tests {
     fn chunk_sizes() {
         assert_eq!(chunk_size(b"1a\r\n"), Some(26));
         assert_eq!(chunk_size(b"0;ext=1\r\n"), Some(0));
-        assert_eq!(chunk_size(b"zz\r\n"), None);
-        assert_eq!(chunk_size(b"\r\n"), None);
-        assert_eq!(chunk_size(b"ffffffffffffffffff\r\n"), None);
+        assert_eq!(chunk_size(b"0 ;ext\r\n"), Some(0));
+        for bad in [
+            &b"zz\r\n"[..],
+            b"\r\n",
+            b"ffffffffffffffffff\r\n",
+            b"+1a\r\n",
+            b"\t1f\r\n",
+            b"1f \r\n",
+            b"1\n",
+            b"1\r\r\n",
+            b"0;\r\n",
+        ] {
+            assert_eq!(chunk_size(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+        assert!(trailer_line(b"\r\n") && trailer_line(b"X-T: 1\r\n"));
+        assert!(!trailer_line(b"\n") && !trailer_line(b"X: 1\n") && !trailer_line(b" X: 1\r\n"));
+    }
+
+    #[test]
+    fn absolute_targets_of_any_scheme_and_case_name_their_host() {
+        for t in ["HTTP://other.test/", "Http://other.test/x", "ftp://other.test/", "https://other.test"] {
+            let h = parse_head(format!("GET {t} HTTP/1.1\r\nHost: a.test\r\n\r\n").as_bytes()).unwrap();
+            assert_eq!(h.names, ["a.test", "other.test"], "{t}");
+        }
+        for t in ["other.test/", "//other.test/", "1http://other.test/"] {
+            assert!(parse_head(format!("GET {t} HTTP/1.1\r\nHost: a.test\r\n\r\n").as_bytes()).is_err(), "{t}");
+        }
+        assert!(parse_head(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n").is_ok());
+        assert!(parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n").is_err());
+        assert!(parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n\r\n").is_err());
+        assert!(parse_head(b"GET / HTTP/1.1\r\nHo_st: b\r\nHost: a\r\n\r\n").is_ok());
     }
 }

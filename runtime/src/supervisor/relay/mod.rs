@@ -107,14 +107,42 @@ pub fn settle(limit: Duration) {
     }
 }
 
-/// Whether `sock` is a TCP socket that is neither connected nor
-/// connecting: only such a connect is steered (another one gets the
-/// kernel's answer, EISCONN or EALREADY, from a direct connect).
-pub fn steerable(sock: &OwnedFd) -> bool {
+/// What a connect of a socket to a destination whose name is checked on
+/// the wire does ([`classify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// A TCP socket neither connected nor connecting: through the relay.
+    Relay,
+    /// Not a stream (a datagram: no connection is made), or a TCP socket
+    /// already connected or connecting: a direct connect, which gives the
+    /// kernel's answer (EISCONN, EALREADY) and sends nothing.
+    Direct,
+    /// A stream socket of another protocol (MPTCP, SCTP): the relay takes
+    /// TCP only, and a direct connection would carry any name, so it is
+    /// refused.
+    Refuse,
+}
+
+/// The [`Route`] of a connect of `sock`.
+pub fn classify(sock: &OwnedFd) -> Route {
     let fd = sock.as_fd();
-    sys::net::sockopt_int(fd, libc::SO_TYPE).ok() == Some(libc::SOCK_STREAM)
-        && sys::net::sockopt_int(fd, libc::SO_PROTOCOL).ok() == Some(libc::IPPROTO_TCP)
-        && sys::net::tcp_state(fd).ok() == Some(TCP_CLOSE)
+    if sys::net::sockopt_int(fd, libc::SO_TYPE).ok() != Some(libc::SOCK_STREAM) {
+        return Route::Direct;
+    }
+    if sys::net::sockopt_int(fd, libc::SO_PROTOCOL).ok() != Some(libc::IPPROTO_TCP) {
+        return Route::Refuse;
+    }
+    match sys::net::tcp_state(fd) {
+        Ok(TCP_CLOSE) => Route::Relay,
+        Ok(_) => Route::Direct,
+        Err(_) => Route::Refuse,
+    }
+}
+
+/// Whether `sock` is a TCP socket neither connected nor connecting: a send
+/// that opens a connection on it (MSG_FASTOPEN) would pass the relay.
+pub fn steerable(sock: &OwnedFd) -> bool {
+    classify(sock) == Route::Relay
 }
 
 /// Connects the caller's socket `sock` through a relay to `plan.dest`:
@@ -160,6 +188,9 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     })
     .map_err(errno)?;
     let at = listener.local_addr().map_err(errno)?;
+    // TCP_FASTOPEN_CONNECT would hold the connect to the listener until
+    // the caller's first write; the listener must see it now.
+    let _ = nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::TcpFastOpenConnect, &false);
     let to = sockaddr(match (v6, at) {
         (true, SocketAddr::V4(a)) => SocketAddr::new(IpAddr::V6(a.ip().to_ipv6_mapped()), a.port()),
         _ => at,
@@ -420,11 +451,10 @@ fn tls_hello(reader: &mut BufReader<&TcpStream>, plan: &Plan) -> Result<Vec<u8>,
                     "encrypted_client_hello hides the server name the client asks for".into(),
                 ))
             }
-            tls::Hello::NotTls if plan.sni == Sni::Optional => return Ok(got),
             tls::Hello::NotTls => {
                 return Err(Stop::Refused(
                     "no TLS".into(),
-                    "sni required: the client did not open with a TLS ClientHello".into(),
+                    "the client did not open with a well-formed TLS ClientHello".into(),
                 ))
             }
         }
@@ -474,6 +504,9 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
                     // Trailers, up to the empty line.
                     loop {
                         let t = read_line(reader)?;
+                        if !http::trailer_line(&t) {
+                            return Err(Stop::Refused("an HTTP request".into(), "a malformed trailer line".into()));
+                        }
                         to.write_all(&t).map_err(quiet)?;
                         if t == b"\r\n" {
                             break;
@@ -481,7 +514,15 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
                     }
                     break;
                 }
-                copy_exact(reader, to, size + 2)?;
+                copy_exact(reader, to, size)?;
+                // The chunk's CRLF, exactly: a server that took other
+                // bytes for it would frame the rest otherwise.
+                let mut crlf = [0u8; 2];
+                reader.read_exact(&mut crlf).map_err(quiet)?;
+                if &crlf != b"\r\n" {
+                    return Err(Stop::Refused("an HTTP request".into(), "a chunk not ended by CRLF".into()));
+                }
+                to.write_all(&crlf).map_err(quiet)?;
             },
         }
     }

@@ -15,7 +15,9 @@ pub enum Hello {
     /// RFC 9849 / draft-ietf-tls-esni): the name shown (here) is the outer,
     /// public one; the server name the client asks for is hidden.
     Encrypted(String),
-    /// Not a TLS ClientHello (another protocol, or a malformed one).
+    /// Not a TLS ClientHello (another protocol), or a malformed or
+    /// ambiguous one (two server names, a name with bytes no host name
+    /// has): refused whatever `sni` says.
     NotTls,
 }
 

@@ -23,7 +23,14 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
         Ok(p) => p,
         Err(out) => return out,
     };
-    if let Some((wire, sni, dest)) = wire_plan(ctx, &addr).filter(|_| crate::supervisor::relay::steerable(&sock)) {
+    let plan = wire_plan(ctx, &addr);
+    let route = plan.map(|_| crate::supervisor::relay::classify(&sock));
+    if route == Some(crate::supervisor::relay::Route::Refuse) {
+        let why = "sni: a stream socket other than TCP (MPTCP, SCTP) to a port whose name is checked on the wire \
+                   (the relay takes TCP only)";
+        return Outcome::new(Reply::Errno(libc::EPERM), Decision::Deny, detail).by(Some(why.into()));
+    }
+    if let Some((wire, sni, dest)) = plan.filter(|_| route == Some(crate::supervisor::relay::Route::Relay)) {
         // Through the relay, which checks the name on the wire; the
         // upstream connect may take a while, so always on a thread.
         let plan = crate::supervisor::relay::Plan {

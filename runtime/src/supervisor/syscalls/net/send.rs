@@ -472,8 +472,13 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         if let Some(out) = ask_first(&verdict, &detail, sendmmsg) {
             return out;
         }
+        let flags = ctx.arg(3) as i32;
         let verdict = match quic_refusal_of(ctx, msg.addr.as_ref(), &sock) {
             Some(why) => Err((libc::EPERM, why)),
+            None if msg.addr.as_ref().is_some_and(|a| fastopen_past_relay(ctx, a, &sock, flags)) => Err((
+                libc::EOPNOTSUPP,
+                "MSG_FASTOPEN to a destination whose name is checked on the wire".into(),
+            )),
             None => verdict,
         };
         match verdict {
