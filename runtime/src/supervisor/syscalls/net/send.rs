@@ -472,13 +472,8 @@ pub fn sendmmsg(ctx: &dyn Task) -> Outcome {
         if let Some(out) = ask_first(&verdict, &detail, sendmmsg) {
             return out;
         }
-        let flags = ctx.arg(3) as i32;
-        let verdict = match quic_refusal_of(ctx, msg.addr.as_ref(), &sock) {
-            Some(why) => Err((libc::EPERM, why)),
-            None if msg.addr.as_ref().is_some_and(|a| fastopen_past_relay(ctx, a, &sock, flags)) => Err((
-                libc::EOPNOTSUPP,
-                "MSG_FASTOPEN to a destination whose name is checked on the wire".into(),
-            )),
+        let verdict = match past_the_relay(ctx, msg.addr.as_ref(), &sock, ctx.arg(3) as i32) {
+            Some(refusal) => Err(refusal),
             None => verdict,
         };
         match verdict {
@@ -635,4 +630,19 @@ fn same_pid_ns(tid: i32) -> bool {
     use std::os::unix::fs::MetadataExt;
     let id = |p: String| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));
     matches!((id(format!("/proc/{tid}/ns/pid")), id("/proc/self/ns/pid".into())), (Ok(a), Ok(b)) if a == b)
+}
+
+/// A message's refusal when it would reach a destination whose name is
+/// checked on the wire past the relay: UDP to its TLS port (QUIC, EPERM),
+/// or a TCP Fast Open send (EOPNOTSUPP). `None` otherwise.
+fn past_the_relay(ctx: &dyn Task, addr: Option<&Addr>, sock: &OwnedFd, flags: i32) -> Option<(i32, String)> {
+    if let Some(why) = quic_refusal_of(ctx, addr, sock) {
+        return Some((libc::EPERM, why));
+    }
+    addr.filter(|a| fastopen_past_relay(ctx, a, sock, flags)).map(|_| {
+        (
+            libc::EOPNOTSUPP,
+            "MSG_FASTOPEN to a destination whose name is checked on the wire".to_string(),
+        )
+    })
 }
