@@ -48,6 +48,9 @@ fn zone(name: &str) -> Option<(Option<&'static str>, [u8; 4])> {
         "cname.test" => Some((Some("denied.test"), [192, 0, 2, 3])),
         "alias.test" => Some((Some("edge.cdn.test"), [192, 0, 2, 1])),
         "meta.test" => Some((None, [169, 254, 169, 254])),
+        // No host answers at this address: a connect fails (EHOSTUNREACH)
+        // after the neighbour lookup gives up, seconds later.
+        "dead.test" => Some((None, [192, 0, 2, 9])),
         "private.test" => Some((None, [10, 1, 2, 3])),
         "loop.test" => Some((None, [127, 0, 0, 1])),
         "hop.wild.test" => Some((Some("other.test"), [192, 0, 2, 3])),

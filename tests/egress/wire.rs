@@ -364,3 +364,42 @@ print("fastopen-sendmmsg", r, errno.errorcode.get(ctypes.get_errno(), "0") if r 
         "the server answered a request that was not for allowed.test: {served:?}"
     );
 }
+
+/// A destination that takes seconds to fail: a blocking connect through
+/// the relay fails as the kernel's does (EHOSTUNREACH); a non-blocking one
+/// returns EINPROGRESS at once, as the kernel's does, and the connection
+/// it then sees fails (reset) instead of holding the caller's thread.
+#[test]
+fn a_slow_destination_does_not_hold_a_non_blocking_connect() {
+    let net = TestNet::new();
+    let script = r#"
+import errno, select, socket
+addr = socket.getaddrinfo("dead.test", 80, socket.AF_INET)[0][4]
+b = socket.socket()
+print("blocking", errno.errorcode.get(b.connect_ex(addr), "0"))
+n = socket.socket()
+n.setblocking(False)
+print("non-blocking", errno.errorcode.get(n.connect_ex(addr), "0"))
+select.select([], [n], [], 30)
+try:
+    n.setblocking(True)
+    n.settimeout(30)
+    n.sendall(b"GET / HTTP/1.1\r\nHost: dead.test\r\n\r\n")
+    print("then", n.recv(10) or b"eof")
+except OSError as e:
+    print("then", errno.errorcode.get(e.errno, str(e)))
+"#;
+    let mut env = Env::python(&["python3", "-c", script]);
+    net.configure(&mut env, "[[net]]\nhost = \"dead.test\"\naction = \"allow\"\n");
+    let text = ok(&env.run(&unique("slow")));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..2],
+        ["blocking EHOSTUNREACH", "non-blocking EINPROGRESS"],
+        "{text}"
+    );
+    assert!(
+        ["then ECONNRESET", "then EPIPE", "then b'eof'"].contains(&lines[2]),
+        "the relayed connection fails: {text}"
+    );
+}

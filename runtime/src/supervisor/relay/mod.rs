@@ -163,6 +163,13 @@ pub fn steer(sock: OwnedFd, plan: Plan) -> i32 {
     }
 }
 
+/// How long a non-blocking caller's `connect` waits for the supervisor's
+/// own connection before it gets EINPROGRESS anyway (the relay then waits
+/// on, and a connection that fails resets the caller's): an event loop's
+/// connect must not hold its thread (RFC 8305 tries the next address
+/// after 250 ms).
+const NONBLOCKING_WAIT: Duration = Duration::from_millis(250);
+
 /// [`steer`], once counted: `Ok` once the relay runs (0 or EINPROGRESS),
 /// `Err` when nothing was started.
 fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
@@ -170,12 +177,23 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     let ns = sys::net::netns_of(sock.as_fd()).map_err(errno)?;
     let v6 = sys::net::sockopt_int(sock.as_fd(), libc::SO_DOMAIN).ok() == Some(libc::AF_INET6);
     let dest = plan.dest;
-    // In the socket's namespace: the upstream connection, then the
-    // listener (after it: a destination that refuses leaves nothing).
+    // In the socket's namespace: the upstream connection (started, not
+    // waited for), then the listener (after it: a destination that refuses
+    // at once leaves nothing).
     let (upstream, listener) = std::thread::scope(|s| {
-        s.spawn(|| -> std::io::Result<(TcpStream, TcpListener)> {
+        s.spawn(|| -> std::io::Result<(OwnedFd, TcpListener)> {
             nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)?;
-            let upstream = TcpStream::connect(dest)?;
+            let family = if dest.is_ipv4() {
+                nix::sys::socket::AddressFamily::Inet
+            } else {
+                nix::sys::socket::AddressFamily::Inet6
+            };
+            let flags = nix::sys::socket::SockFlag::SOCK_NONBLOCK | nix::sys::socket::SockFlag::SOCK_CLOEXEC;
+            let upstream = nix::sys::socket::socket(family, nix::sys::socket::SockType::Stream, flags, None)?;
+            match sys::net::connect(upstream.as_fd(), &sockaddr(dest)) {
+                Err(e) if e.raw_os_error() != Some(libc::EINPROGRESS) => return Err(e),
+                _ => {}
+            }
             let listener = if v6 {
                 TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).or_else(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))?
             } else {
@@ -187,6 +205,16 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
         .unwrap_or_else(|_| Err(std::io::Error::from_raw_os_error(libc::EIO)))
     })
     .map_err(errno)?;
+    // A blocking caller waits as long as the kernel's connect would; a
+    // non-blocking one at most NONBLOCKING_WAIT.
+    let blocking = nix::fcntl::fcntl(sock.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL)
+        .map(|fl| fl & libc::O_NONBLOCK == 0)
+        .unwrap_or(true);
+    let pending = match connected(&upstream, if blocking { None } else { Some(NONBLOCKING_WAIT) }) {
+        Some(Ok(())) => false,
+        Some(Err(e)) => return Err(e),
+        None => true,
+    };
     let at = listener.local_addr().map_err(errno)?;
     // TCP_FASTOPEN_CONNECT would hold the connect to the listener until
     // the caller's first write; the listener must see it now.
@@ -202,6 +230,7 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     };
     let client = accept_from(&listener, &sock).ok_or(libc::ECONNREFUSED)?;
     drop(listener);
+    let upstream = TcpStream::from(upstream);
     let local = upstream.local_addr().map_err(errno)?;
     let entry = key(&sock);
     if let Some(k) = entry {
@@ -210,20 +239,9 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
             .unwrap_or_else(|e| e.into_inner())
             .insert(k, (dest, local));
     }
-    let upstream = Arc::new(upstream);
-    let client = Arc::new(client);
-    let refused = Arc::new(AtomicBool::new(false));
-    let (c, u, r) = (Arc::clone(&client), Arc::clone(&upstream), Arc::clone(&refused));
-    let back = std::thread::Builder::new()
-        .name("relay".into())
-        .spawn(move || server_to_client(&u, &c, &r));
-    let Ok(back) = back else {
-        return Err(libc::EAGAIN);
-    };
     let started = Instant::now();
     let forth = std::thread::Builder::new().name("relay".into()).spawn(move || {
-        let sent = client_to_server(&client, &upstream, &plan, &refused);
-        let received = back.join().unwrap_or(0);
+        let (sent, received) = relay(client, upstream, &plan, pending);
         let detail = closed_detail(&plan.detail, sent, received, started.elapsed());
         plan.audit
             .record(plan.pid, "connect", &detail, Decision::Event, "closed");
@@ -236,6 +254,64 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
         return Err(libc::EAGAIN);
     }
     Ok(result)
+}
+
+/// Whether the non-blocking connect of `upstream` finished within `limit`
+/// (`None`: as long as it takes): `Some` with its result (`SO_ERROR`), or
+/// `None` while it still runs.
+fn connected(upstream: &OwnedFd, limit: Option<Duration>) -> Option<Result<(), i32>> {
+    let deadline = limit.map(|l| Instant::now() + l);
+    loop {
+        let left = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                nix::poll::PollTimeout::try_from(left).unwrap_or(nix::poll::PollTimeout::MAX)
+            }
+            None => nix::poll::PollTimeout::NONE,
+        };
+        let mut fds = [nix::poll::PollFd::new(upstream.as_fd(), nix::poll::PollFlags::POLLOUT)];
+        match nix::poll::poll(&mut fds, left) {
+            Ok(0) => return None,
+            Ok(_) => {
+                return Some(match sys::net::sockopt_int(upstream.as_fd(), libc::SO_ERROR) {
+                    Ok(0) => Ok(()),
+                    Ok(e) => Err(e),
+                    Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
+                })
+            }
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Some(Err(e as i32)),
+        }
+    }
+}
+
+/// Relays between the caller's connection (`client`) and `upstream` until
+/// both ends are done; `pending`: the upstream connect still runs, and a
+/// failure of it resets the client. Returns the bytes sent and received.
+fn relay(client: TcpStream, upstream: TcpStream, plan: &Plan, pending: bool) -> (u64, u64) {
+    if pending {
+        let done = std::os::fd::AsFd::as_fd(&upstream).try_clone_to_owned().ok();
+        if let Some(Err(e)) = done.as_ref().and_then(|fd| connected(fd, None)) {
+            let detail = format!("{} failed after the caller's connect returned", plan.detail);
+            plan.audit
+                .record(plan.pid, "connect", &detail, Decision::Event, &format!("errno {e}"));
+            reset(&client);
+            return (0, 0);
+        }
+    }
+    let _ = upstream.set_nonblocking(false);
+    let (upstream, client) = (Arc::new(upstream), Arc::new(client));
+    let refused = Arc::new(AtomicBool::new(false));
+    let (c, u, r) = (Arc::clone(&client), Arc::clone(&upstream), Arc::clone(&refused));
+    let Ok(back) = std::thread::Builder::new()
+        .name("relay".into())
+        .spawn(move || server_to_client(&u, &c, &r))
+    else {
+        reset(&client);
+        return (0, 0);
+    };
+    let sent = client_to_server(&client, &upstream, plan, &refused);
+    (sent, back.join().unwrap_or(0))
 }
 
 /// The trail's detail for the end of a relayed connection (`connect`'s
