@@ -305,11 +305,14 @@ fn sni_on_a_cidr_rule_is_refused() {
     assert!(stderr(&out).contains("net[0].sni"), "{}", stderr(&out));
 }
 
-/// What got past the relay in earlier versions (an attack pass against a
-/// real nginx): an absolute target in another case, a chunked body whose
-/// trailer or chunk end is a bare LF, an MPTCP socket, TCP Fast Open by
-/// sendmmsg. The server never answers a request for other.test; the
-/// MPTCP connect gets EPERM and the Fast Open send EOPNOTSUPP.
+/// What got past the relay in earlier versions (attack passes against a
+/// real nginx and Python's http.server): an absolute target in another
+/// case, a chunked body whose trailer or chunk end is a bare LF, a GET
+/// body a server leaves unread, an MPTCP socket, TCP Fast Open by
+/// sendmmsg, a connect of a socket still connecting (which another thread
+/// could close meanwhile). The server never answers a request for
+/// other.test; the MPTCP connect gets EPERM, the Fast Open send
+/// EOPNOTSUPP, the busy socket EALREADY without a connect.
 #[test]
 fn smuggled_requests_and_other_routes_never_reach_the_server() {
     let net = TestNet::new();
@@ -328,6 +331,8 @@ def raw(payload):
     finally:
         s.close()
 raw(b"GET HTTP://other.test/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+hidden = b"GET /hidden HTTP/1.1\r\nHost: other.test\r\n\r\n"
+raw(b"GET /front HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: %d\r\n\r\n" % len(hidden) + hidden)
 raw(b"POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\nGET /s HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n")
 smuggled = b"GET /s2 HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n"
 raw(b"POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nA\n0\t" + b"%x" % len(smuggled) + b"\r\n\r\n" + smuggled + b"0\r\n\r\n")
@@ -352,12 +357,20 @@ mm = mmsghdr(msghdr(ctypes.cast(sa, ctypes.c_void_p), 16, ctypes.pointer(iov), 1
 t = socket.socket()
 r = libc.sendmmsg(t.fileno(), ctypes.byref(mm), 1, 0x20000000)
 print("fastopen-sendmmsg", r, errno.errorcode.get(ctypes.get_errno(), "0") if r < 0 else "")
+# A socket still connecting elsewhere: the kernel's EALREADY, no connect.
+b = socket.socket()
+b.setblocking(False)
+b.connect_ex(socket.getaddrinfo("dead.test", 9999, socket.AF_INET)[0][4])
+print("busy", errno.errorcode.get(b.connect_ex(("192.0.2.1", 80)), "0"))
 "#;
     let mut env = Env::python(&["python3", "-c", script]);
-    net.configure(&mut env, "[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n");
+    net.configure(
+        &mut env,
+        "[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n[[net]]\nhost = \"dead.test\"\naction = \"allow\"\n",
+    );
     let text = ok(&env.run(&unique("smuggle")));
     // Python names errno 95 by its alias ENOTSUP.
-    assert_eq!(text, "mptcp err EPERM\nfastopen-sendmmsg -1 ENOTSUP\n");
+    assert_eq!(text, "mptcp err EPERM\nfastopen-sendmmsg -1 ENOTSUP\nbusy EALREADY\n");
     let served = servers.served.lock().unwrap().clone();
     assert!(
         served.iter().all(|h| h == "allowed.test"),

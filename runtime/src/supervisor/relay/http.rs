@@ -106,20 +106,7 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
     if let Some(h) = host {
         names.push(host_of(h).ok_or("a malformed Host header")?);
     }
-    // origin-form (`/path`) and asterisk-form (`*`) name no host; anything
-    // else must be absolute-form (`scheme://authority/...`, any scheme, in
-    // any case), whose authority a server takes over `Host` (RFC 9112 3.2.2).
-    if !target.starts_with('/') && target != "*" {
-        let (scheme, rest) = target.split_once("://").ok_or("a request target of no known form")?;
-        let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-            && scheme
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-        if !scheme_ok {
-            return Err("a request target of no known form");
-        }
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let n = host_of(authority).ok_or("a malformed request target")?;
+    if let Some(n) = target_host(target)? {
         if !names.contains(&n) {
             names.push(n);
         }
@@ -130,9 +117,34 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
         (true, true, None) => Body::Chunked,
         (false, _, n) => Body::Length(n.unwrap_or(0)),
     };
+    // Many servers leave the body of these unread, and would read it as
+    // the next request, which the relay would not have checked.
+    if matches!(method, "GET" | "HEAD" | "OPTIONS" | "TRACE") && body != Body::Length(0) {
+        return Err("a body on a GET, HEAD, OPTIONS or TRACE request");
+    }
     let cut = target.char_indices().nth(200).map(|(i, _)| i).unwrap_or(target.len());
     let request = format!("{method} {}", &target[..cut]);
     Ok(Head { names, body, request })
+}
+
+/// The host a request target names: none for origin-form (`/path`) and
+/// asterisk-form (`*`); for absolute-form (`scheme://authority/...`, any
+/// scheme, in any case) its authority's, which a server takes over `Host`
+/// (RFC 9112 3.2.2). Any other form is refused.
+fn target_host(target: &str) -> Result<Option<String>, &'static str> {
+    if target.starts_with('/') || target == "*" {
+        return Ok(None);
+    }
+    let (scheme, rest) = target.split_once("://").ok_or("a request target of no known form")?;
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    if !scheme_ok {
+        return Err("a request target of no known form");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    host_of(authority).map(Some).ok_or("a malformed request target")
 }
 
 /// A `tchar` of a token (RFC 9110 5.6.2): methods and header names.
@@ -281,5 +293,8 @@ mod tests {
         assert!(parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n").is_err());
         assert!(parse_head(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n\r\n").is_err());
         assert!(parse_head(b"GET / HTTP/1.1\r\nHo_st: b\r\nHost: a\r\n\r\n").is_ok());
+        assert!(parse_head(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n").is_err());
+        assert!(parse_head(b"HEAD / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n").is_err());
+        assert!(parse_head(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n").is_ok());
     }
 }

@@ -113,10 +113,13 @@ pub fn settle(limit: Duration) {
 pub enum Route {
     /// A TCP socket neither connected nor connecting: through the relay.
     Relay,
-    /// Not a stream (a datagram: no connection is made), or a TCP socket
-    /// already connected or connecting: a direct connect, which gives the
-    /// kernel's answer (EISCONN, EALREADY) and sends nothing.
+    /// Not a stream (a datagram: no connection is made): a direct connect.
     Direct,
+    /// A TCP socket already connecting (`EALREADY`) or connected, or
+    /// listening (`EISCONN`): the kernel's answer, given without a connect.
+    /// (A connect made for it could find the socket closed meanwhile by
+    /// another thread's `shutdown`, and open a connection past the relay.)
+    Busy(i32),
     /// A stream socket of another protocol (MPTCP, SCTP): the relay takes
     /// TCP only, and a direct connection would carry any name, so it is
     /// refused.
@@ -134,15 +137,18 @@ pub fn classify(sock: &OwnedFd) -> Route {
     }
     match sys::net::tcp_state(fd) {
         Ok(TCP_CLOSE) => Route::Relay,
-        Ok(_) => Route::Direct,
+        // TCP_SYN_SENT, TCP_SYN_RECV (tcp_states.h).
+        Ok(2 | 3) => Route::Busy(libc::EALREADY),
+        Ok(_) => Route::Busy(libc::EISCONN),
         Err(_) => Route::Refuse,
     }
 }
 
-/// Whether `sock` is a TCP socket neither connected nor connecting: a send
-/// that opens a connection on it (MSG_FASTOPEN) would pass the relay.
-pub fn steerable(sock: &OwnedFd) -> bool {
-    classify(sock) == Route::Relay
+/// Whether `sock` is a stream socket: a send with MSG_FASTOPEN on it may
+/// open a connection, past the relay (whatever its state now: another
+/// thread can close it before the send).
+pub fn stream(sock: &OwnedFd) -> bool {
+    sys::net::sockopt_int(sock.as_fd(), libc::SO_TYPE).ok() == Some(libc::SOCK_STREAM)
 }
 
 /// Connects the caller's socket `sock` through a relay to `plan.dest`:

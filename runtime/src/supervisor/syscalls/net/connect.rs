@@ -25,6 +25,9 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
     };
     let plan = wire_plan(ctx, &addr);
     let route = plan.map(|_| crate::supervisor::relay::classify(&sock));
+    if let Some(crate::supervisor::relay::Route::Busy(e)) = route {
+        return Outcome::new(Reply::Errno(e), Decision::Allow, detail).by(by);
+    }
     if route == Some(crate::supervisor::relay::Route::Refuse) {
         let why = "sni: a stream socket other than TCP (MPTCP, SCTP) to a port whose name is checked on the wire \
                    (the relay takes TCP only)";

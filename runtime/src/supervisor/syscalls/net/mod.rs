@@ -229,13 +229,13 @@ fn quic_refusal(t: &(impl Task + ?Sized), addr: &Addr, sock: &OwnedFd) -> Option
     })
 }
 
-/// Whether a send with `flags` on `sock` to `addr` would open a TCP
-/// connection past the relay: MSG_FASTOPEN on a TCP socket neither
-/// connected nor connecting, to a destination whose name is checked on
-/// the wire ([`wire_plan`]). Such a send is refused with EOPNOTSUPP, what
+/// Whether a send with `flags` on `sock` to `addr` could open a TCP
+/// connection past the relay: MSG_FASTOPEN on a stream socket (in any
+/// state: another thread may close it first), to a destination whose name
+/// is checked on the wire ([`wire_plan`]). Such a send is refused with EOPNOTSUPP, what
 /// the kernel answers when TCP Fast Open is off for clients.
 fn fastopen_past_relay(t: &(impl Task + ?Sized), addr: &Addr, sock: &OwnedFd, flags: i32) -> bool {
-    flags & libc::MSG_FASTOPEN != 0 && wire_plan(t, addr).is_some() && crate::supervisor::relay::steerable(sock)
+    flags & libc::MSG_FASTOPEN != 0 && wire_plan(t, addr).is_some() && crate::supervisor::relay::stream(sock)
 }
 
 /// Ports that carry DNS (53) and DNS over TLS (853): under a policy with
