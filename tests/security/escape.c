@@ -364,7 +364,8 @@ static int read_small(const char *path, char *buf, size_t n)
  *   chdir into /proc/PID/{cwd,root,fd/N} and checking whether the cwd left
  *   the container (getcwd "(unreachable)"), then mkdir a marker in HOSTDIR.
  * Creates READYFILE.runtime once it has read the exe link of a process
- * whose argv[0] is /proc/self/exe (the runtime binary run inside).
+ * whose argv[0] is /proc/self/exe (the runtime binary run inside), or got
+ * a runtime binary's exe through the race.
  * Prints counters and the distinct results. */
 static int cmd_exe_hunt(int argc, char **argv)
 {
@@ -451,6 +452,12 @@ static int cmd_exe_hunt(int argc, char **argv)
                         l = readlink(q, t, sizeof t - 1);
                         t[l < 0 ? 0 : l] = '\0';
                         bag_add(&race_target, l < 0 ? "?" : t);
+                        if (runtime) {
+                            /* the runtime binary's exe, reached by the race */
+                            int sfd = open(seenfile, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                            if (sfd >= 0)
+                                close(sfd);
+                        }
                         held[nheld++] = w;
                         /* while it may still run: ETXTBSY expected */
                         reopen_write(w, "CORDON-ESCAPED", &wr_open, &wr, &wrote);

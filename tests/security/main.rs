@@ -318,11 +318,14 @@ fn cve_2019_5736_runtime_binary_cannot_be_overwritten_through_proc_exe() {
 
     // The runtime binary itself, running in the container (the sealed copy
     // cordon exec re-executed from), blocked on its stdin meanwhile.
-    // Held until the hunter has read its exe link; run again (up to five
-    // times) when it ended first (a busy machine), so the hunter gets to
-    // try every time. What each run said goes in the report.
+    // The runtime binary inside, blocked: `cordon ask` waits for a question
+    // on a socket in the shared /tmp. Held until the hunter has read its exe
+    // link; run again (up to five times) when it ended first (a busy
+    // machine), so the hunter gets to try every time. Then a question with
+    // stdin closed ends it. What each run said goes in the report.
     let logs = TempDir::new("5736-exec");
     let seen = vol.path().join("ready.runtime");
+    let sock = vol.path().join("ask.sock");
     let mut runs = String::new();
     for attempt in 0..5 {
         let (out, err) = (
@@ -331,7 +334,7 @@ fn cve_2019_5736_runtime_binary_cannot_be_overwritten_through_proc_exe() {
         );
         let mut exec = rt
             .cmd(&env)
-            .args(["exec", &id, "/proc/self/exe", "policy", "check", "/dev/stdin"])
+            .args(["exec", &id, "/proc/self/exe", "ask", "/tmp/ask.sock"])
             .stdin(Stdio::piped())
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(std::fs::File::create(&err).unwrap())
@@ -342,9 +345,19 @@ fn cve_2019_5736_runtime_binary_cannot_be_overwritten_through_proc_exe() {
             std::thread::sleep(Duration::from_millis(50));
         }
         drop(exec.stdin.take());
-        let status = exec.wait();
+        if let Ok(mut q) = std::os::unix::net::UnixStream::connect(&sock) {
+            let _ = std::io::Write::write_all(&mut q, b"{}\n");
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while exec.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = exec.kill();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         runs += &format!(
-            "exec {attempt}: {status:?} {:?} {:?}\n",
+            "exec {attempt}: {:?} {:?} {:?}\n",
+            exec.try_wait(),
             std::fs::read_to_string(&out).unwrap_or_default(),
             std::fs::read_to_string(&err).unwrap_or_default()
         );
