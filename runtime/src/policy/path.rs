@@ -213,7 +213,15 @@ impl PathPolicy {
     /// `ask` rule decides is not: a caller that can ask (an open, a
     /// metadata call) asks before ([`Self::access`] says `Ask`).
     pub fn allows_open(&self, path: &str, flags: u64) -> bool {
-        match self.access(path) {
+        self.access(path).allows_open(flags)
+    }
+}
+
+impl PathAccess {
+    /// Whether this access lets an open with open(2) `flags` through
+    /// (`ask`: not without an answer, see [`PathPolicy::allows_open`]).
+    pub fn allows_open(self, flags: u64) -> bool {
+        match self {
             PathAccess::Allow => true,
             PathAccess::Deny | PathAccess::Ask => false,
             PathAccess::ReadOnly => !is_write_open(flags),

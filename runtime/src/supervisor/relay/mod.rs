@@ -95,6 +95,8 @@ pub struct Plan {
     pub pid: i32,
     /// The connect's audit detail (`allowed.test (192.0.2.1):443`).
     pub detail: String,
+    /// Whether the caller's socket is blocking (no O_NONBLOCK).
+    pub blocking: bool,
 }
 
 /// Waits, at most `limit`, for the relayed connections to end and their
@@ -213,10 +215,8 @@ fn steer_counted(sock: OwnedFd, plan: Plan) -> Result<i32, i32> {
     .map_err(errno)?;
     // A blocking caller waits as long as the kernel's connect would; a
     // non-blocking one at most NONBLOCKING_WAIT.
-    let blocking = nix::fcntl::fcntl(sock.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL)
-        .map(|fl| fl & libc::O_NONBLOCK == 0)
-        .unwrap_or(true);
-    let pending = match connected(&upstream, if blocking { None } else { Some(NONBLOCKING_WAIT) }) {
+    let limit = if plan.blocking { None } else { Some(NONBLOCKING_WAIT) };
+    let pending = match connected(&upstream, limit) {
         Some(Ok(())) => false,
         Some(Err(e)) => return Err(e),
         None => true,
@@ -384,7 +384,9 @@ fn accept_from(listener: &TcpListener, sock: &OwnedFd) -> Option<TcpStream> {
     None
 }
 
-fn storage_addr(s: &nix::sys::socket::SockaddrStorage) -> Option<SocketAddr> {
+/// An IPv4 or IPv6 socket address as the standard library's; `None` for
+/// other families.
+pub fn storage_addr(s: &nix::sys::socket::SockaddrStorage) -> Option<SocketAddr> {
     if let Some(a) = s.as_sockaddr_in() {
         return Some(SocketAddr::new(IpAddr::V4(a.ip()), a.port()));
     }

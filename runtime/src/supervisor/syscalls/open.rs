@@ -503,21 +503,19 @@ fn reopen_fd(ctx: &dyn Task, req: &Request, copy: OwnedFd, creds: &Creds) -> Res
     Ok(Done::Fd(fd))
 }
 
-/// The caller's device cgroup decides on a device node the supervisor is
-/// about to open for it (see `supervisor::devices`): EPERM when refused.
 /// The path rules' verdict on an open of container path `path` with
 /// open(2) `flags`; a path an `ask` rule decides gets the decision
 /// program's answer ([`super::asked::verdict`]).
 fn open_allowed(t: &dyn Task, policy: &crate::policy::PathPolicy, path: &str, flags: u64) -> Result<(), Denied> {
-    if policy.access(path) == crate::policy::PathAccess::Ask {
-        return super::asked::verdict(t, path);
+    match policy.access(path) {
+        crate::policy::PathAccess::Ask => super::asked::verdict(t, path),
+        a if a.allows_open(flags) => Ok(()),
+        _ => Err(Denied::Policy(path.to_string())),
     }
-    if !policy.allows_open(path, flags) {
-        return Err(Denied::Policy(path.to_string()));
-    }
-    Ok(())
 }
 
+/// The caller's device cgroup decides on a device node the supervisor is
+/// about to open for it (see `supervisor::devices`): EPERM when refused.
 fn check_device(pid: i32, st: &libc::stat, flags: u64) -> Result<(), Denied> {
     match crate::supervisor::devices::Access::of_open(flags) {
         Some(access) => crate::supervisor::devices::check(pid, st, access).map_err(Denied::Errno),

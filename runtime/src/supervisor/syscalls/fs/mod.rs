@@ -57,14 +57,11 @@ fn check_read(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
 }
 
 pub(super) fn check_write(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
-    let paths = &ctx.sup().policy().paths;
-    if paths.access(path) == crate::policy::PathAccess::Ask {
-        return super::asked::verdict(ctx, path);
+    match ctx.sup().policy().paths.access(path) {
+        crate::policy::PathAccess::Ask => super::asked::verdict(ctx, path),
+        a if a.allows_open(libc::O_WRONLY as u64) => Ok(()),
+        _ => Err(Denied::Policy(path.to_string())),
     }
-    if !paths.allows_open(path, libc::O_WRONLY as u64) {
-        return Err(Denied::Policy(path.to_string()));
-    }
-    Ok(())
 }
 
 /// An O_PATH fd's `/proc/self/fd/N` path: operations through it act on

@@ -44,6 +44,7 @@ pub fn connect(ctx: &dyn Task) -> Outcome {
             audit: std::sync::Arc::clone(&ctx.sup().audit),
             pid: ctx.pid(),
             detail: detail.clone(),
+            blocking: is_blocking(&sock),
         };
         let (d2, by2) = (detail.clone(), by.clone());
         let job = Box::new(move |_: &Ctx<'_>| {

@@ -196,18 +196,20 @@ fn wire_plan(
 fn quic_refusal_of(t: &(impl Task + ?Sized), addr: Option<&Addr>, sock: &OwnedFd) -> Option<String> {
     match addr {
         Some(a) => quic_refusal(t, a, sock),
-        None => {
+        // Every sendmsg comes here: the peer is looked up only for a
+        // datagram socket under host rules.
+        None if t.sup().policy().net.has_names() && datagram(sock) => {
             let peer = nix::sys::socket::getpeername::<nix::sys::socket::SockaddrStorage>(sock.as_raw_fd()).ok()?;
-            let peer = if let Some(v4) = peer.as_sockaddr_in() {
-                std::net::SocketAddr::new(IpAddr::V4(v4.ip()), v4.port())
-            } else {
-                let v6 = peer.as_sockaddr_in6()?;
-                std::net::SocketAddr::new(IpAddr::V6(v6.ip()), v6.port())
-            };
+            let peer = crate::supervisor::relay::storage_addr(&peer)?;
             let a = Addr::from_bytes(&crate::supervisor::relay::sockaddr(peer)).ok()?;
             quic_refusal(t, &a, sock)
         }
+        None => None,
     }
+}
+
+fn datagram(sock: &OwnedFd) -> bool {
+    sys::net::sockopt_int(sock.as_fd(), libc::SO_TYPE).ok() == Some(libc::SOCK_DGRAM)
 }
 
 /// Why a datagram to `addr` on `sock` is refused, when it is one: UDP
@@ -221,8 +223,7 @@ fn quic_refusal_of(t: &(impl Task + ?Sized), addr: Option<&Addr>, sock: &OwnedFd
 /// a connected socket (docs/POLICY.md, "Names on the wire").
 fn quic_refusal(t: &(impl Task + ?Sized), addr: &Addr, sock: &OwnedFd) -> Option<String> {
     let (wire, _, _) = wire_plan(t, addr)?;
-    let datagram = sys::net::sockopt_int(sock.as_fd(), libc::SO_TYPE).ok() == Some(libc::SOCK_DGRAM);
-    (wire == crate::policy::Wire::Tls && datagram).then(|| {
+    (wire == crate::policy::Wire::Tls && datagram(sock)).then(|| {
         "sni: UDP to a TLS port (QUIC) carries its name encrypted, so a host rule cannot check it \
          (a cidr rule for the address, or sni = \"off\", allows it)"
             .to_string()
@@ -368,15 +369,7 @@ fn ask_first(
     if !matches!(verdict, Err((ASK_FIRST, _))) {
         return None;
     }
-    let job = Box::new(move |ctx: &Ctx<'_>| {
-        let out = crate::supervisor::ask::waiting(|| handler(ctx));
-        // Already on a thread of its own: a call that blocks is made here.
-        match out.reply {
-            Reply::Blocking(then) => then(ctx),
-            _ => out,
-        }
-    });
-    Some(Outcome::new(Reply::Blocking(job), Decision::Ask, detail.to_string()))
+    Some(super::again_to_ask(detail.to_string(), move |ctx| handler(ctx)))
 }
 
 /// The verdict on an address that is no IP destination. unix addresses

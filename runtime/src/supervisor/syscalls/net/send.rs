@@ -33,14 +33,9 @@ pub fn sendto(ctx: &dyn Task) -> Outcome {
     if let Err(e) = audit_netlink_allowed(ctx, &sock, &data) {
         return Outcome::new(Reply::Errno(e), Decision::Deny, detail);
     }
-    if let Some(why) = quic_refusal(ctx, &addr, &sock) {
-        return Outcome::new(Reply::Errno(libc::EPERM), Decision::Deny, detail).by(Some(why));
-    }
     let flags = ctx.arg(3) as i32;
-    if fastopen_past_relay(ctx, &addr, &sock, flags) {
-        return Outcome::new(Reply::Errno(libc::EOPNOTSUPP), Decision::Deny, detail).by(Some(
-            "MSG_FASTOPEN to a destination whose name is checked on the wire".into(),
-        ));
+    if let Some((e, why)) = past_the_relay(ctx, Some(&addr), &sock, flags) {
+        return Outcome::new(Reply::Errno(e), Decision::Deny, detail).by(Some(why));
     }
     let run = move || {
         let r = as_caller_identity(&creds, || {
@@ -390,20 +385,9 @@ fn sendmsg_inner(ctx: &dyn Task) -> Result<Outcome, i32> {
     }
     let creds = ctx.creds().map_err(|_| libc::ESRCH)?;
     let sock = socket_copy(ctx, ctx.arg(0) as i32)?;
-    if let Some(why) = quic_refusal_of(ctx, msg.addr.as_ref(), &sock) {
-        return Ok(Outcome::new(Reply::Errno(libc::EPERM), Decision::Deny, detail).by(Some(why)));
-    }
     let flags = ctx.arg(2) as i32;
-    if msg
-        .addr
-        .as_ref()
-        .is_some_and(|a| fastopen_past_relay(ctx, a, &sock, flags))
-    {
-        return Ok(
-            Outcome::new(Reply::Errno(libc::EOPNOTSUPP), Decision::Deny, detail).by(Some(
-                "MSG_FASTOPEN to a destination whose name is checked on the wire".into(),
-            )),
-        );
+    if let Some((e, why)) = past_the_relay(ctx, msg.addr.as_ref(), &sock, flags) {
+        return Ok(Outcome::new(Reply::Errno(e), Decision::Deny, detail).by(Some(why)));
     }
     let ready = match make_ready(ctx, msg, &sock, &creds, &detail) {
         Ok(r) => r,
