@@ -314,6 +314,16 @@ fn audit_follow_goes_on_across_a_restore() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // The follower has read the trail so far (the container's start) before
+    // the restore: it follows a container it found, not one mid-restore.
+    wait_until(
+        "the follower to print the trail so far",
+        TIMEOUT,
+        || match std::fs::metadata(&file) {
+            Ok(m) if m.len() > 0 => Ok(()),
+            _ => Err("nothing yet".to_string()),
+        },
+    );
     ok(&w.cordon(&["restore", &id, "base"]));
     w.wait_running(&id);
     assert!(
