@@ -1,10 +1,10 @@
 //! The shape of one entry of the syscall table ([`super::table`]): the
-//! handler family that can emulate a syscall, its disposition, and the
-//! hand-written [`Entry`] itself.
+//! handler that can emulate a syscall and where its arguments are, its
+//! disposition, and the hand-written [`Entry`] itself.
 
-/// The handler family that can emulate a syscall (one file of
-/// `supervisor/syscalls/` each; the supervisor's dispatch maps a family to
-/// its handler).
+/// The handler family of a [`Handler`]: a group of handlers with one
+/// purpose, listed so in docs/POLICY.md, whose host calls the supervisor's
+/// own confinement allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
     /// `uname`: the virtual kernel identity of the policy's views.
@@ -27,10 +27,10 @@ pub enum Family {
     /// `getpeername` and `getsockname`: the addresses of a connection the
     /// relay that checks names on the wire made, as a direct one shows.
     Sockname,
-    /// Metadata reads and tree changes by path (`supervisor/syscalls/fs.rs`).
+    /// Metadata reads and tree changes by path (`supervisor/syscalls/fs/`).
     Fs,
-    /// Metadata changes by path and by fd, and the file-flag ioctls
-    /// (`supervisor/syscalls/meta.rs`).
+    /// Metadata changes (mode, owner, times, xattrs) by path and by fd, and
+    /// the file-flag ioctls (`supervisor/syscalls/meta.rs`).
     Meta,
 }
 
@@ -72,13 +72,12 @@ impl Family {
                 "renameat2",
                 "linkat",
                 "symlinkat",
-                "fchmodat",
-                "fchownat",
                 "truncate",
             ],
             Family::Meta => &[
                 "fchmod",
                 "fchown",
+                "fchownat",
                 "fchmodat",
                 "fchmodat2",
                 "utimensat",
@@ -92,6 +91,164 @@ impl Family {
             ],
         }
     }
+}
+
+/// The handler an entry binds: the one function of `supervisor/syscalls/`
+/// that emulates the syscall, whatever form of it was called (chmod,
+/// fchmodat, fchmodat2 and fchmod are all [`Handler::Chmod`]); the
+/// entry's [`Arg`]s say where the form keeps each argument. The
+/// supervisor's dispatch maps each variant to its function, by number,
+/// never by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Handler {
+    /// uname(2).
+    Uname,
+    /// sysinfo(2).
+    Sysinfo,
+    /// open(2), openat(2), openat2(2) (an [`Arg::How`]), creat(2).
+    Open,
+    /// connect(2).
+    Connect,
+    /// bind(2).
+    Bind,
+    /// sendto(2).
+    Sendto,
+    /// sendmsg(2).
+    Sendmsg,
+    /// sendmmsg(2).
+    Sendmmsg,
+    /// getsockname(2).
+    Getsockname,
+    /// getpeername(2).
+    Getpeername,
+    /// stat(2), lstat(2), newfstatat(2).
+    Stat,
+    /// statx(2).
+    Statx,
+    /// access(2), faccessat(2), faccessat2(2).
+    Access,
+    /// readlink(2), readlinkat(2).
+    Readlink,
+    /// mkdir(2), mkdirat(2).
+    Mkdir,
+    /// mknod(2), mknodat(2).
+    Mknod,
+    /// unlink(2), rmdir(2) (implies `AT_REMOVEDIR`), unlinkat(2).
+    Unlink,
+    /// rename(2), renameat(2), renameat2(2).
+    Rename,
+    /// link(2), linkat(2).
+    Link,
+    /// symlink(2), symlinkat(2).
+    Symlink,
+    /// truncate(2).
+    Truncate,
+    /// chmod(2), fchmodat(2), fchmodat2(2), and fchmod(2) (an [`Arg::Fd`]).
+    Chmod,
+    /// chown(2), lchown(2), fchownat(2), and fchown(2) (an [`Arg::Fd`]).
+    Chown,
+    /// utimensat(2), utimes(2), futimesat(2), utime(2): the kind of the
+    /// times argument ([`Arg::Timespecs`], [`Arg::Timevals`],
+    /// [`Arg::Utimbuf`]) says which.
+    Utimes,
+    /// setxattr(2), lsetxattr(2), fsetxattr(2).
+    SetXattr,
+    /// removexattr(2), lremovexattr(2), fremovexattr(2).
+    RemoveXattr,
+    /// ioctl(2): the file-flag commands.
+    Ioctl,
+}
+
+impl Handler {
+    /// The family this handler belongs to.
+    pub fn family(self) -> Family {
+        match self {
+            Handler::Uname => Family::Uname,
+            Handler::Sysinfo => Family::Sysinfo,
+            Handler::Open => Family::Open,
+            Handler::Connect => Family::Connect,
+            Handler::Bind => Family::Bind,
+            Handler::Sendto => Family::Sendto,
+            Handler::Sendmsg => Family::Sendmsg,
+            Handler::Sendmmsg => Family::Sendmmsg,
+            Handler::Getsockname | Handler::Getpeername => Family::Sockname,
+            Handler::Stat
+            | Handler::Statx
+            | Handler::Access
+            | Handler::Readlink
+            | Handler::Mkdir
+            | Handler::Mknod
+            | Handler::Unlink
+            | Handler::Rename
+            | Handler::Link
+            | Handler::Symlink
+            | Handler::Truncate => Family::Fs,
+            Handler::Chmod
+            | Handler::Chown
+            | Handler::Utimes
+            | Handler::SetXattr
+            | Handler::RemoveXattr
+            | Handler::Ioctl => Family::Meta,
+        }
+    }
+}
+
+/// What one argument register of a syscall holds, as its man page's
+/// synopsis names it. An entry lists its arguments in register order
+/// ([`Entry::args`]); handlers read them by kind, so one handler serves
+/// every form of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    /// The directory fd the path is relative to (`AT_FDCWD` for a form
+    /// without one).
+    Dirfd,
+    /// The path (for two-path calls, the first; for symlink, the new name).
+    Path,
+    /// The second path's directory fd (renameat, linkat).
+    Dirfd2,
+    /// The second path (the new name of rename and link).
+    Path2,
+    /// An fd the call acts on itself (fchmod, fsetxattr, ioctl).
+    Fd,
+    /// The `AT_*`, `RENAME_*` or open flags (0, or the entry's
+    /// [`Entry::implied`] flags, for a form without them).
+    Flags,
+    /// A mode: permission bits, a file type, or access(2)'s mode.
+    Mode,
+    /// A device number (mknod).
+    Dev,
+    /// A user id (`-1`: unchanged).
+    Uid,
+    /// A group id (`-1`: unchanged).
+    Gid,
+    /// A file length in bytes (truncate).
+    Len,
+    /// An output buffer (`struct stat`, `struct statx`, a link's target).
+    Buf,
+    /// A size in bytes: of the output buffer, an xattr value, `open_how`.
+    Size,
+    /// A symlink's target, stored as given.
+    Target,
+    /// statx's mask.
+    Mask,
+    /// An xattr name.
+    Xname,
+    /// An xattr value.
+    Value,
+    /// The `XATTR_CREATE` / `XATTR_REPLACE` flags.
+    Xflags,
+    /// utimensat's `struct timespec[2]`.
+    Timespecs,
+    /// utimes' and futimesat's `struct timeval[2]`.
+    Timevals,
+    /// utime's `struct utimbuf`.
+    Utimbuf,
+    /// openat2's `struct open_how`.
+    How,
+    /// An ioctl command.
+    Request,
+    /// An ioctl's argument.
+    Argp,
 }
 
 /// What cordon does with a syscall whatever the policy, and what the
@@ -144,11 +301,18 @@ pub struct Entry {
     /// The syscall's name, as in the kernel's table.
     pub name: &'static str,
     /// Which argument register (0 to 5) holds a path, if one does (the
-    /// first path of calls that take two).
+    /// first path of calls that take two; [`Arg::Path`] of the args).
     pub path: Option<u8>,
-    /// The handler family that can emulate it; `None`: `emulate` is
-    /// refused for it.
-    pub family: Option<Family>,
+    /// What each argument register holds, in order; empty for an entry
+    /// whose handler reads fixed registers (or that has none).
+    pub args: &'static [Arg],
+    /// The flags a form without an [`Arg::Flags`] implies (lstat's
+    /// `AT_SYMLINK_NOFOLLOW`, rmdir's `AT_REMOVEDIR`, creat's
+    /// `O_CREAT|O_WRONLY|O_TRUNC`).
+    pub implied: i32,
+    /// The handler that can emulate it; `None`: `emulate` is refused for
+    /// it.
+    pub handler: Option<Handler>,
     /// What cordon does with it whatever the policy.
     pub disposition: Disposition,
     /// One line on what it does and why it is treated so.
@@ -161,7 +325,9 @@ impl Entry {
         Self {
             name,
             path: None,
-            family: None,
+            args: &[],
+            implied: 0,
+            handler: None,
             disposition,
             note,
         }
@@ -171,9 +337,35 @@ impl Entry {
         self.path = Some(i);
         self
     }
-    /// This entry, emulated by `family`.
-    pub const fn by(mut self, family: Family) -> Self {
-        self.family = Some(family);
+    /// This entry, emulated by `handler`.
+    pub const fn by(mut self, handler: Handler) -> Self {
+        self.handler = Some(handler);
         self
+    }
+    /// This entry, its argument registers holding `args` in order; the
+    /// register of [`Arg::Path`] is its path.
+    pub const fn args(mut self, args: &'static [Arg]) -> Self {
+        self.args = args;
+        let mut i = 0;
+        while i < args.len() {
+            if matches!(args[i], Arg::Path) {
+                self.path = Some(i as u8);
+            }
+            i += 1;
+        }
+        self
+    }
+    /// This entry, implying `flags` where it has no [`Arg::Flags`].
+    pub const fn implies(mut self, flags: i32) -> Self {
+        self.implied = flags;
+        self
+    }
+    /// The family of its handler.
+    pub fn family(&self) -> Option<Family> {
+        self.handler.map(Handler::family)
+    }
+    /// The register (0 to 5) that holds `arg`, if this form has one.
+    pub fn arg(&self, arg: Arg) -> Option<usize> {
+        self.args.iter().position(|&a| a == arg)
     }
 }

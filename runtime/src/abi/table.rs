@@ -6,7 +6,7 @@
 //! checker, the supervisor's dispatch and its own confinement, the audit
 //! log, `cordon syscalls` and the lists in docs/POLICY.md all read it here.
 
-pub use super::entry::{Disposition, Entry, Family};
+pub use super::entry::{Arg, Disposition, Entry, Family, Handler};
 
 use super::entries_x86_64::ENTRIES;
 use super::table_x86_64::SYSCALLS;
@@ -58,9 +58,9 @@ pub fn entries() -> impl Iterator<Item = (u32, &'static Entry)> {
 }
 
 /// The names of the syscalls the supervisor can emulate (an entry with a
-/// family), in number order: `emulate` on any other is an error.
+/// handler), in number order: `emulate` on any other is an error.
 pub fn emulated() -> impl Iterator<Item = &'static str> {
-    entries().filter(|(_, e)| e.family.is_some()).map(|(_, e)| e.name)
+    entries().filter(|(_, e)| e.handler.is_some()).map(|(_, e)| e.name)
 }
 
 /// The names of the syscalls with disposition `d`, in number order.
@@ -79,7 +79,7 @@ mod tests {
         assert_eq!(name(257), Some("openat"));
         assert_eq!(name(100_000), None);
         assert!(all().windows(2).all(|w| w[0].1 < w[1].1));
-        assert_eq!(entry(257).map(|e| e.family), Some(Some(Family::Open)));
+        assert_eq!(entry(257).map(|e| e.handler), Some(Some(Handler::Open)));
     }
 
     /// Every row of the kernel's table has exactly one entry, in the same
@@ -104,6 +104,48 @@ mod tests {
         for (_, e) in entries() {
             assert!(!e.note.is_empty(), "{} has no note", e.name);
             assert!(e.path.is_none_or(|i| i <= 5), "{}: no argument {:?}", e.name, e.path);
+            assert!(e.args.len() <= 6, "{}: more than six arguments", e.name);
+        }
+    }
+
+    /// The path handlers read their arguments by kind: each form of a call
+    /// they serve lists them, with exactly one of each kind, and the ones
+    /// a handler cannot do without.
+    #[test]
+    fn every_handled_form_says_where_its_arguments_are() {
+        let needs = |h: Handler| -> &'static [&'static [Arg]] {
+            match h {
+                Handler::Open => &[&[Arg::Path]],
+                Handler::Stat | Handler::Statx | Handler::Readlink => &[&[Arg::Path, Arg::Buf]],
+                Handler::Access | Handler::Mkdir | Handler::Mknod => &[&[Arg::Path, Arg::Mode]],
+                Handler::Unlink => &[&[Arg::Path]],
+                Handler::Rename | Handler::Link => &[&[Arg::Path, Arg::Path2]],
+                Handler::Symlink => &[&[Arg::Target, Arg::Path]],
+                Handler::Truncate => &[&[Arg::Path, Arg::Len]],
+                Handler::Chmod => &[&[Arg::Path, Arg::Mode], &[Arg::Fd, Arg::Mode]],
+                Handler::Chown => &[&[Arg::Path, Arg::Uid, Arg::Gid], &[Arg::Fd, Arg::Uid, Arg::Gid]],
+                Handler::Utimes => &[&[Arg::Path]],
+                Handler::SetXattr => &[&[Arg::Path, Arg::Xname, Arg::Value], &[Arg::Fd, Arg::Xname, Arg::Value]],
+                Handler::RemoveXattr => &[&[Arg::Path, Arg::Xname], &[Arg::Fd, Arg::Xname]],
+                Handler::Ioctl => &[&[Arg::Fd, Arg::Request, Arg::Argp]],
+                _ => &[&[]],
+            }
+        };
+        for (_, e) in entries() {
+            let Some(h) = e.handler else { continue };
+            for (i, a) in e.args.iter().enumerate() {
+                assert_eq!(e.arg(*a), Some(i), "{}: {a:?} twice", e.name);
+            }
+            assert!(
+                needs(h).iter().any(|set| set.iter().all(|&a| e.arg(a).is_some())),
+                "{}: {h:?} needs one of {:?}, the entry has {:?}",
+                e.name,
+                needs(h),
+                e.args
+            );
+            if e.arg(Arg::Flags).is_some() {
+                assert_eq!(e.implied, 0, "{}: flags both given and implied", e.name);
+            }
         }
     }
 
@@ -119,10 +161,10 @@ mod tests {
             if e.disposition == Disposition::Reads {
                 assert!(e.path.is_some(), "{} reads no path", e.name);
             }
-            if e.family == Some(Family::Fs) || e.family == Some(Family::Open) {
+            if matches!(e.family(), Some(Family::Fs | Family::Open)) {
                 assert!(e.path.is_some(), "{}: the path handlers need a path", e.name);
             }
-            if e.family.is_some() {
+            if e.handler.is_some() {
                 assert!(available(nr), "{} cannot be emulated and refused", e.name);
             }
         }

@@ -137,39 +137,16 @@ impl Plan {
     }
 }
 
-/// The calls that rename a directory entry.
-const RENAMES: [&str; 3] = ["rename", "renameat", "renameat2"];
-
-/// The emulated file calls Landlock has no access right for (ABI 1 to 7):
-/// changes of mode, owner, times, xattrs and file flags (by path and by
-/// fd), and readlink (a denied symlink's target is its content). At level
-/// 2 they stay with the supervisor. Opens, creation, removal, renames,
-/// links and truncation are Landlock's; stat and access are not checked
-/// by Landlock and stay in the kernel (docs/POLICY.md lists the
-/// difference).
-pub const LANDLOCK_UNCOVERED: [&str; 21] = [
-    "chmod",
-    "fchmodat",
-    "fchmodat2",
-    "fchmod",
-    "chown",
-    "lchown",
-    "fchownat",
-    "fchown",
-    "utimensat",
-    "utime",
-    "utimes",
-    "futimesat",
-    "setxattr",
-    "lsetxattr",
-    "fsetxattr",
-    "removexattr",
-    "lremovexattr",
-    "fremovexattr",
-    "ioctl",
-    "readlink",
-    "readlinkat",
-];
+/// Whether the emulated file call `e` is one Landlock has no access right
+/// for (ABI 1 to 7): the metadata changes (mode, owner, times, xattrs and
+/// file flags, by path and by fd: the `Meta` family) and readlink (a
+/// denied symlink's target is its content). At level 2 they stay with the
+/// supervisor. Opens, creation, removal, renames, links and truncation are
+/// Landlock's; stat and access are not checked by Landlock and stay in the
+/// kernel (docs/POLICY.md lists the difference).
+pub fn landlock_uncovered(e: &table::Entry) -> bool {
+    e.family() == Some(table::Family::Meta) || e.handler == Some(table::Handler::Readlink)
+}
 
 /// One mount of the kernel level, for the runtime to make.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -423,19 +400,15 @@ impl Policy {
     ///
     /// With `landlock` (level 2, [`Plan::landlock`]) the calls Landlock
     /// has no right for stay with the supervisor too
-    /// ([`LANDLOCK_UNCOVERED`]: metadata changes, readlink), which decides
+    /// ([`landlock_uncovered`]: metadata changes, readlink), which decides
     /// them with the same path rules as at level 3.
     pub fn kernel_enforced(&self, guard_renames: bool, landlock: bool) -> Policy {
-        let mut kept: Vec<&str> = table::entries()
-            .filter(|(_, e)| e.family.is_some_and(|f| !f.serves_path_rules()))
-            .map(|(_, e)| e.name)
-            .collect();
-        if guard_renames {
-            kept.extend(RENAMES);
-        }
-        if landlock {
-            kept.extend(LANDLOCK_UNCOVERED);
-        }
+        let kept = |e: &table::Entry| {
+            e.family().is_some_and(|f| !f.serves_path_rules())
+                || (guard_renames && e.handler == Some(table::Handler::Rename))
+                || (landlock && landlock_uncovered(e))
+        };
+        let kept: Vec<&str> = table::entries().filter(|(_, e)| kept(e)).map(|(_, e)| e.name).collect();
         let file_nrs: Vec<u32> = table::emulated()
             .filter(|n| !kept.contains(n))
             .filter_map(table::number)

@@ -37,7 +37,7 @@ fn the_documented_lists_are_the_table() {
     use table::Family;
     let names = |f: Family| {
         table::entries()
-            .filter(|(_, e)| e.family == Some(f))
+            .filter(|(_, e)| e.family() == Some(f))
             .map(|(_, e)| e.name)
             .collect::<Vec<_>>()
     };

@@ -173,7 +173,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
     match action {
         Action::Audit => Outcome::new(Reply::Continue, Decision::Audit, syscalls::summary(name, notif))
             .by(Some(policy.explain_syscall(nr, &notif.data.args))),
-        Action::Emulate => syscalls::dispatch(ctx, name),
+        Action::Emulate => syscalls::dispatch(ctx, nr),
         Action::Deny => Outcome::new(Reply::Errno(errno), Decision::Deny, syscalls::summary(name, notif))
             .by(Some(policy.explain_syscall(nr, &notif.data.args))),
         Action::Allow => Outcome::new(Reply::Continue, Decision::Allow, syscalls::summary(name, notif)),

@@ -21,12 +21,11 @@ fn cvt(r: libc::c_long) -> io::Result<i64> {
 /// the object `fd` names, an O_PATH fd included; `flags` may add
 /// `AT_SYMLINK_NOFOLLOW`. ENOSYS on older kernels, as for the caller.
 pub fn fchmod_empty(fd: BorrowedFd<'_>, mode: u32, flags: i32) -> io::Result<i64> {
-    const SYS_FCHMODAT2: libc::c_long = 452;
     // SAFETY: a borrowed fd, a NUL-terminated empty string literal and
     // integers; the kernel reads only the string.
     cvt(unsafe {
         libc::syscall(
-            SYS_FCHMODAT2,
+            libc::SYS_fchmodat2,
             fd.as_raw_fd(),
             c"".as_ptr(),
             mode,

@@ -1,5 +1,5 @@
-//! Metadata changes under the path rules, by path and by fd: fchmod,
-//! fchown, fchmodat2, utimensat (and futimens, which is utimensat with a
+//! Metadata changes under the path rules, by path and by fd: chmod,
+//! fchmodat, fchmodat2, fchmod, chown, lchown, fchownat, fchown, utimensat (and futimens, which is utimensat with a
 //! NULL path), utime, utimes, futimesat, the six set/remove xattr calls,
 //! and the file-flag ioctls (FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR,
 //! FS_IOC_SETVERSION). A denied or read-only path gives EACCES: its mode,
@@ -15,10 +15,13 @@
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-use super::fs::{check_write, object, object_raw};
+use super::call::{by_path, Call};
+use super::fs::{check_write, fd_link, object, object_raw};
 use super::path::*;
 use super::{Outcome, Reply, Task};
+use crate::abi::table::{Arg, Entry};
 use crate::supervisor::audit::Decision;
+use crate::supervisor::creds::Creds;
 use crate::sys;
 use crate::sys::meta::XattrOn;
 
@@ -47,27 +50,16 @@ const XATTR_SIZE_MAX: usize = 65536;
 const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 
-/// Handles one notification of the calls above.
-pub fn meta(ctx: &dyn Task, name: &str) -> Outcome {
-    if name == "ioctl" && !SETTING_IOCTLS.contains(&(ctx.arg(1) as u32)) {
-        // A policy that sends other ioctls here: the decision read only
-        // registers, which the kernel does not read again from memory.
-        return Outcome::new(
-            Reply::Continue,
-            Decision::Allow,
-            format!("ioctl {:#x}", ctx.arg(1) as u32),
-        );
+/// ioctl(2): the file-flag commands ([`SETTING_IOCTLS`]) are decided and
+/// made with a copied argument; a policy that sends other commands here
+/// gets them run by the kernel (the decision read only registers, which the
+/// kernel does not read again from memory).
+pub(super) fn ioctl(ctx: &dyn Task, entry: &'static Entry) -> Outcome {
+    let request = entry.arg(Arg::Request).map(|i| ctx.arg(i) as u32).unwrap_or(0);
+    if !SETTING_IOCTLS.contains(&request) {
+        return Outcome::new(Reply::Continue, Decision::Allow, format!("ioctl {request:#x}"));
     }
-    let mut detail = String::new();
-    match super::asked::asking(ctx, name, || run(ctx, name, &mut detail)) {
-        Ok(v) => Outcome::new(Reply::Value(v), Decision::Allow, detail),
-        Err(Denied::Policy(p)) => Outcome::path_denied(ctx, p),
-        Err(Denied::Errno(super::ASK_FIRST)) => {
-            let name = name.to_string();
-            super::again_to_ask(detail, move |ctx| meta(ctx, &name))
-        }
-        Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), Decision::Allow, detail),
-    }
+    by_path(ctx, entry, ioctl_setting)
 }
 
 fn errno(e: std::io::Error) -> Denied {
@@ -95,7 +87,13 @@ fn is_opath(fd: &OwnedFd) -> bool {
 /// resolved (arg `pi`, following unless `flags` has AT_SYMLINK_NOFOLLOW),
 /// or with a NULL path the fd `dirfd` itself, as the kernel's
 /// `do_utimes` does; checked writable.
-fn path_or_fd(ctx: &dyn Task, dirfd: i32, pi: usize, flags: i32, detail: &mut String) -> Result<OwnedFd, Denied> {
+fn path_or_fd(
+    ctx: &dyn Task,
+    (dirfd, pi): (i32, usize),
+    flags: i32,
+    creds: &Creds,
+    detail: &mut String,
+) -> Result<OwnedFd, Denied> {
     if ctx.arg(pi) == 0 {
         if dirfd == libc::AT_FDCWD {
             return Err(Denied::Errno(libc::EFAULT));
@@ -112,8 +110,7 @@ fn path_or_fd(ctx: &dyn Task, dirfd: i32, pi: usize, flags: i32, detail: &mut St
     if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
         return Err(Denied::Errno(libc::EINVAL));
     }
-    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-    let fd = object(ctx, dirfd, pi, flags, &creds, detail)?;
+    let fd = object(ctx, dirfd, pi, flags, creds, detail)?;
     check_write(ctx, detail)?;
     Ok(fd)
 }
@@ -183,101 +180,119 @@ fn read_xattr_name(ctx: &dyn Task, at: u64) -> Result<CString, Denied> {
     cstr(name)
 }
 
-fn run(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
-    let fdarg = |i: usize| ctx.arg(i) as i32;
-    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
-    match name {
-        "fchmod" => {
-            let fd = fd_object(ctx, fdarg(0), detail)?;
-            let mode = nix::sys::stat::Mode::from_bits_truncate(ctx.arg(1) as u32);
-            as_caller_do(&|| {
-                nix::sys::stat::fchmod(fd.as_raw_fd(), mode)
-                    .map(|_| 0)
-                    .map_err(Into::into)
-            })
-        }
-        "fchown" => {
-            let fd = fd_object(ctx, fdarg(0), detail)?;
-            let id = |v: u64| (v as u32 != u32::MAX).then_some(v as u32);
-            let (uid, gid) = (id(ctx.arg(1)), id(ctx.arg(2)));
-            as_caller_do(&|| {
-                nix::unistd::fchown(
-                    fd.as_raw_fd(),
-                    uid.map(nix::unistd::Uid::from_raw),
-                    gid.map(nix::unistd::Gid::from_raw),
-                )
+/// chmod(2), fchmodat(2), fchmodat2(2), and fchmod(2) on an fd.
+pub(super) fn chmod(c: &mut Call<'_>) -> Result<i64, Denied> {
+    let (ctx, creds, mode) = (c.ctx, c.creds, c.mode());
+    if c.has(Arg::Fd) {
+        let fd = fd_object(ctx, c.fd(Arg::Fd), c.detail)?;
+        let mode = nix::sys::stat::Mode::from_bits_truncate(mode);
+        return as_caller(creds, || {
+            nix::sys::stat::fchmod(fd.as_raw_fd(), mode)
                 .map(|_| 0)
                 .map_err(Into::into)
-            })
-        }
-        "fchmodat2" => {
-            let flags = ctx.arg(3) as i32;
-            if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
-                return Err(Denied::Errno(libc::EINVAL));
-            }
-            let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-            let fd = object(ctx, fdarg(0), 1, flags, &creds, detail)?;
-            check_write(ctx, detail)?;
-            let mode = ctx.arg(2) as u32;
-            as_caller(&creds, || {
-                sys::meta::fchmod_empty(fd.as_fd(), mode, flags & libc::AT_SYMLINK_NOFOLLOW)
-            })
-        }
-        "utimensat" | "utime" | "utimes" | "futimesat" => utimes(ctx, name, detail),
-        "setxattr" | "lsetxattr" | "fsetxattr" | "removexattr" | "lremovexattr" | "fremovexattr" => {
-            xattr(ctx, name, detail)
-        }
-        "ioctl" => ioctl(ctx, detail),
-        _ => Err(Denied::Errno(libc::ENOSYS)),
+        });
     }
+    let flags = c.flags();
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    let (dirfd, pi) = c.path()?;
+    let fd = object(ctx, dirfd, pi, flags, creds, c.detail)?;
+    check_write(ctx, c.detail)?;
+    if c.has(Arg::Flags) {
+        // fchmodat2 (Linux 6.6) is made as fchmodat2: ENOSYS on an older
+        // kernel, as the caller would get.
+        return as_caller(creds, || {
+            sys::meta::fchmod_empty(fd.as_fd(), mode, flags & libc::AT_SYMLINK_NOFOLLOW)
+        });
+    }
+    let link = fd_link(&fd);
+    as_caller(creds, || sys::fs::chmod(&link, mode))?;
+    Ok(0)
 }
 
-/// Runs `f` with the caller's filesystem credentials.
-fn as_caller_do(ctx: &dyn Task, f: &dyn Fn() -> std::io::Result<i64>) -> Result<i64, Denied> {
-    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-    as_caller(&creds, f)
+/// chown(2), lchown(2), fchownat(2), and fchown(2) on an fd.
+pub(super) fn chown(c: &mut Call<'_>) -> Result<i64, Denied> {
+    let (ctx, creds) = (c.ctx, c.creds);
+    let (uid, gid) = (c.word(Arg::Uid) as u32, c.word(Arg::Gid) as u32);
+    if c.has(Arg::Fd) {
+        let fd = fd_object(ctx, c.fd(Arg::Fd), c.detail)?;
+        let id = |v: u32| (v != u32::MAX).then_some(v);
+        return as_caller(creds, || {
+            nix::unistd::fchown(
+                fd.as_raw_fd(),
+                id(uid).map(nix::unistd::Uid::from_raw),
+                id(gid).map(nix::unistd::Gid::from_raw),
+            )
+            .map(|_| 0)
+            .map_err(Into::into)
+        });
+    }
+    let flags = c.flags();
+    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    let (dirfd, pi) = c.path()?;
+    let fd = object(ctx, dirfd, pi, flags, creds, c.detail)?;
+    check_write(ctx, c.detail)?;
+    as_caller(creds, || sys::fs::chown_fd(fd.as_fd(), uid, gid))?;
+    Ok(0)
 }
 
-/// utimensat(2), utime(2), utimes(2), futimesat(2).
-fn utimes(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
-    let fdarg = |i: usize| ctx.arg(i) as i32;
-    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
-    let (dirfd, pi, ti, flags) = match name {
-        "utimensat" => (fdarg(0), 1, 2, ctx.arg(3) as i32),
-        "futimesat" => (fdarg(0), 1, 2, 0),
-        _ => (libc::AT_FDCWD, 0, 1, 0),
-    };
-    let times = match ctx.arg(ti) {
+/// utimensat(2), utimes(2), futimesat(2), utime(2): the times argument's
+/// kind ([`Arg::Timespecs`], [`Arg::Timevals`], [`Arg::Utimbuf`]) says
+/// how they are read.
+pub(super) fn utimes(c: &mut Call<'_>) -> Result<i64, Denied> {
+    let ctx = c.ctx;
+    let (dirfd, pi) = c.path()?;
+    let flags = c.flags();
+    let (at, kind) = [Arg::Timespecs, Arg::Timevals, Arg::Utimbuf]
+        .into_iter()
+        .find_map(|a| Some((ctx.arg(c.entry.arg(a)?), a)))
+        .ok_or(Denied::Errno(libc::ENOSYS))?;
+    let times = match at {
         0 => None,
-        at if name == "utimensat" => Some(read_timespecs(ctx, at)?),
-        at => Some(read_legacy_times(ctx, at, name != "utime")?),
+        at if kind == Arg::Timespecs => Some(read_timespecs(ctx, at)?),
+        at => Some(read_legacy_times(ctx, at, kind == Arg::Timevals)?),
     };
     // Both omitted: nothing to do, and the kernel answers 0 first.
     if times.is_some_and(|t| t.iter().all(|t| t.tv_nsec == UTIME_OMIT)) {
         return Ok(0);
     }
-    let fd = path_or_fd(ctx, dirfd, pi, flags, detail)?;
-    as_caller_do(&|| sys::meta::utimens_empty(fd.as_fd(), times.as_ref(), flags & libc::AT_SYMLINK_NOFOLLOW))
+    let fd = path_or_fd(ctx, (dirfd, pi), flags, c.creds, c.detail)?;
+    as_caller(c.creds, || {
+        sys::meta::utimens_empty(fd.as_fd(), times.as_ref(), flags & libc::AT_SYMLINK_NOFOLLOW)
+    })
 }
 
-/// setxattr(2), removexattr(2) and their `l` and `f` forms.
-fn xattr(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
-    let fdarg = |i: usize| ctx.arg(i) as i32;
-    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
-    let set = name.contains("set");
-    let xflags = if set { ctx.arg(4) as i32 } else { 0 };
+/// setxattr(2), lsetxattr(2), fsetxattr(2).
+pub(super) fn setxattr(c: &mut Call<'_>) -> Result<i64, Denied> {
+    xattr(c, true)
+}
+
+/// removexattr(2), lremovexattr(2), fremovexattr(2).
+pub(super) fn removexattr(c: &mut Call<'_>) -> Result<i64, Denied> {
+    xattr(c, false)
+}
+
+/// An xattr set (`set`) or removed: on an fd ([`Arg::Fd`]), on a path,
+/// or on a path's last component not followed (the `l` forms, which imply
+/// `AT_SYMLINK_NOFOLLOW`).
+fn xattr(c: &mut Call<'_>, set: bool) -> Result<i64, Denied> {
+    let (ctx, creds) = (c.ctx, c.creds);
+    let xflags = c.word(Arg::Xflags) as i32;
     if xflags & !(libc::XATTR_CREATE | libc::XATTR_REPLACE) != 0 {
         return Err(Denied::Errno(libc::EINVAL));
     }
-    let xname = read_xattr_name(ctx, ctx.arg(1))?;
+    let xname = read_xattr_name(ctx, c.word(Arg::Xname))?;
     let mut value = Vec::new();
     if set {
-        let size = ctx.arg(3) as usize;
+        let size = c.word(Arg::Size) as usize;
         if size > XATTR_SIZE_MAX {
             return Err(Denied::Errno(libc::E2BIG));
         }
         value.resize(size, 0);
-        if size > 0 && ctx.read_mem(ctx.arg(2), &mut value).map_err(errno)? != size {
+        if size > 0 && ctx.read_mem(c.word(Arg::Value), &mut value).map_err(errno)? != size {
             return Err(Denied::Errno(libc::EFAULT));
         }
     }
@@ -288,46 +303,45 @@ fn xattr(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied>
             sys::meta::removexattr(on, &xname)
         }
     };
-    if name.starts_with('f') {
-        let fd = fd_object(ctx, fdarg(0), detail)?;
-        return as_caller_do(&|| act(XattrOn::Fd(fd.as_fd())));
+    if c.has(Arg::Fd) {
+        let fd = fd_object(ctx, c.fd(Arg::Fd), c.detail)?;
+        return as_caller(creds, || act(XattrOn::Fd(fd.as_fd())));
     }
-    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
+    let (dirfd, pi) = c.path()?;
     // The path is copied once: the decision and the call are on
     // that copy.
-    let raw = ctx.read_cstring(ctx.arg(0), PATH_MAX).map_err(errno)?;
-    if name.starts_with('l') {
+    let raw = ctx.read_cstring(ctx.arg(pi), PATH_MAX).map_err(errno)?;
+    if c.flags() & libc::AT_SYMLINK_NOFOLLOW != 0 {
         // The entry itself, not followed: its parent resolved once
         // and held, the decision on the entry's path, the call
         // through the held parent.
-        match parent(ctx, libc::AT_FDCWD, &raw, &creds) {
+        match parent(ctx, dirfd, &raw, creds) {
             // "l/" follows l (the kernel's trailing-slash rule).
             Ok(p) if !p.slash => {
-                *detail = p.path.clone();
+                *c.detail = p.path.clone();
                 check_write(ctx, &p.path)?;
                 let mut at = format!("/proc/self/fd/{}/", p.dir.as_raw_fd()).into_bytes();
                 at.extend_from_slice(p.name.as_bytes());
                 let at = cstr(at)?;
-                return as_caller(&creds, || act(XattrOn::LinkPath(&at)));
+                return as_caller(creds, || act(XattrOn::LinkPath(&at)));
             }
             // "/", "." or "..": a directory, never a link.
             Ok(_) | Err(Denied::Errno(libc::EEXIST)) => {}
             Err(e) => return Err(e),
         }
     }
-    let fd = object_raw(ctx, libc::AT_FDCWD, &raw, 0, &creds, detail)?;
-    check_write(ctx, detail)?;
+    let fd = object_raw(ctx, dirfd, &raw, 0, creds, c.detail)?;
+    check_write(ctx, c.detail)?;
     // Following our fd's /proc link lands on the object itself.
     let link = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-    as_caller(&creds, || act(XattrOn::Path(&link)))
+    as_caller(creds, || act(XattrOn::Path(&link)))
 }
 
 /// ioctl(2) of the file-flag commands ([`SETTING_IOCTLS`],
 /// `FS_IOC_FSSETXATTR`) with a copied argument.
-fn ioctl(ctx: &dyn Task, detail: &mut String) -> Result<i64, Denied> {
-    let fdarg = |i: usize| ctx.arg(i) as i32;
-    let as_caller_do = |f: &dyn Fn() -> std::io::Result<i64>| as_caller_do(ctx, f);
-    let cmd = ctx.arg(1) as u32;
+fn ioctl_setting(c: &mut Call<'_>) -> Result<i64, Denied> {
+    let ctx = c.ctx;
+    let cmd = c.word(Arg::Request) as u32;
     let size = match cmd {
         FS_IOC_FSSETXATTR => 28,
         c if SETTING_IOCTLS.contains(&c) => 4,
@@ -335,14 +349,14 @@ fn ioctl(ctx: &dyn Task, detail: &mut String) -> Result<i64, Denied> {
     };
     let mut arg = vec![0u8; size];
     if ctx
-        .read_mem(ctx.arg(2), &mut arg)
+        .read_mem(c.word(Arg::Argp), &mut arg)
         .map_err(|_| Denied::Errno(libc::EFAULT))?
         != size
     {
         return Err(Denied::Errno(libc::EFAULT));
     }
-    let fd = fd_object(ctx, fdarg(0), detail)?;
-    as_caller_do(&|| sys::meta::ioctl_in(fd.as_fd(), cmd, &arg))
+    let fd = fd_object(ctx, c.fd(Arg::Fd), c.detail)?;
+    as_caller(c.creds, || sys::meta::ioctl_in(fd.as_fd(), cmd, &arg))
 }
 
 #[cfg(test)]
@@ -358,7 +372,7 @@ mod tests {
             ..Fake::new("name = 't'\n", mem.len())
         };
         t.mem.borrow_mut().copy_from_slice(mem);
-        meta(&t, name).reply
+        super::super::dispatch_named(&t, name).reply
     }
 
     fn errno(name: &str, args: [u64; 6], mem: &[u8]) -> i32 {

@@ -1,10 +1,13 @@
 //! Emulation handlers, one file per syscall family (like gVisor's
-//! `pkg/sentry/syscalls/linux/sys_*.go`). Each handler decodes the
-//! arguments, copies what it needs from the caller's memory once, decides on
-//! that copy, acts, and returns a [`Reply`]. No handler answers CONTINUE
-//! after a decision that read caller memory: the kernel would read it again.
+//! `pkg/sentry/syscalls/linux/sys_*.go`). The syscall table binds each
+//! number to its handler ([`crate::abi::table::Handler`]) and [`dispatch`]
+//! maps each handler to its function. Each handler decodes the arguments,
+//! copies what it needs from the caller's memory once, decides on that
+//! copy, acts, and returns a [`Reply`]. No handler answers CONTINUE after a
+//! decision that read caller memory: the kernel would read it again.
 
 mod asked;
+mod call;
 mod fs;
 mod meta;
 mod net;
@@ -166,26 +169,51 @@ impl Outcome {
     }
 }
 
-/// Runs the handler for syscall `name`: the family the syscall table gives
-/// the notification's number ([`crate::abi::table::Entry::family`]).
-/// A number without one (the policy's validation refuses `emulate` for
-/// it) fails with ENOSYS.
-pub fn dispatch(ctx: &Ctx<'_>, name: &str) -> Outcome {
-    use crate::abi::table::{self, Family};
-    let family = table::entry(ctx.notif.data.nr as u32).and_then(|e| e.family);
-    match family {
-        Some(Family::Uname) => uname::uname(ctx),
-        Some(Family::Sysinfo) => sysinfo::sysinfo(ctx),
-        Some(Family::Open) => open::open(ctx, name),
-        Some(Family::Connect) => net::connect(ctx),
-        Some(Family::Bind) => net::bind(ctx),
-        Some(Family::Sendto) => net::sendto(ctx),
-        Some(Family::Sendmsg) => net::sendmsg(ctx),
-        Some(Family::Sendmmsg) => net::sendmmsg(ctx),
-        Some(Family::Sockname) => net::sockname(ctx, name == "getpeername"),
-        Some(Family::Meta) => meta::meta(ctx, name),
-        Some(Family::Fs) | None => fs::fs(ctx, name),
+/// Runs the handler the syscall table binds to syscall `nr`
+/// ([`crate::abi::table::Entry::handler`]), on any [`Task`]. A number
+/// without one (the policy's validation refuses `emulate` for it) fails
+/// with ENOSYS.
+pub fn dispatch(t: &dyn Task, nr: u32) -> Outcome {
+    use crate::abi::table::{self, Handler};
+    use call::by_path;
+    let Some((e, handler)) = table::entry(nr).and_then(|e| Some((e, e.handler?))) else {
+        return Outcome::new(Reply::Errno(libc::ENOSYS), Decision::Allow, String::new());
+    };
+    match handler {
+        Handler::Uname => uname::uname(t),
+        Handler::Sysinfo => sysinfo::sysinfo(t),
+        Handler::Open => open::open(t, e),
+        Handler::Connect => net::connect(t),
+        Handler::Bind => net::bind(t),
+        Handler::Sendto => net::sendto(t),
+        Handler::Sendmsg => net::sendmsg(t),
+        Handler::Sendmmsg => net::sendmmsg(t),
+        Handler::Getsockname => net::sockname(t, false),
+        Handler::Getpeername => net::sockname(t, true),
+        Handler::Stat => by_path(t, e, fs::stat::stat),
+        Handler::Statx => by_path(t, e, fs::stat::statx),
+        Handler::Access => by_path(t, e, fs::access::access),
+        Handler::Readlink => by_path(t, e, fs::readlink::readlink),
+        Handler::Mkdir => by_path(t, e, fs::mknod::mkdir),
+        Handler::Mknod => by_path(t, e, fs::mknod::mknod),
+        Handler::Unlink => by_path(t, e, fs::unlink::unlink),
+        Handler::Rename => by_path(t, e, fs::rename::rename),
+        Handler::Link => by_path(t, e, fs::rename::link),
+        Handler::Symlink => by_path(t, e, fs::symlink::symlink),
+        Handler::Truncate => by_path(t, e, fs::truncate::truncate),
+        Handler::Chmod => by_path(t, e, meta::chmod),
+        Handler::Chown => by_path(t, e, meta::chown),
+        Handler::Utimes => by_path(t, e, meta::utimes),
+        Handler::SetXattr => by_path(t, e, meta::setxattr),
+        Handler::RemoveXattr => by_path(t, e, meta::removexattr),
+        Handler::Ioctl => meta::ioctl(t, e),
     }
+}
+
+/// [`dispatch`] of syscall `name`, for the handlers' unit tests.
+#[cfg(test)]
+pub(crate) fn dispatch_named(t: &dyn Task, name: &str) -> Outcome {
+    dispatch(t, crate::abi::table::number(name).unwrap_or(u32::MAX))
 }
 
 /// A short summary of the raw arguments, for records without a handler.

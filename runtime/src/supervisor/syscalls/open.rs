@@ -27,6 +27,7 @@ use std::path::Path;
 
 use super::path::*;
 use super::{Ctx, Outcome, Reply, Task};
+use crate::abi::table::{Arg, Entry};
 use crate::supervisor::audit::Decision;
 use crate::supervisor::creds::Creds;
 use crate::sys;
@@ -42,8 +43,9 @@ struct Request {
 }
 
 /// Handles one open-family notification.
-pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
-    let req = match decode(ctx, name) {
+pub fn open(ctx: &dyn Task, entry: &'static Entry) -> Outcome {
+    let name = entry.name;
+    let req = match decode(ctx, entry) {
         Ok(r) => r,
         Err(e) => return Outcome::new(Reply::Errno(e), Decision::Emulate, format!("{name}: bad arguments")),
     };
@@ -84,55 +86,56 @@ pub fn open(ctx: &dyn Task, name: &str) -> Outcome {
             )
             .by(rule)
         }
-        Err(Denied::Errno(super::ASK_FIRST)) => {
-            let name = name.to_string();
-            super::again_to_ask(detail, move |ctx| open(ctx, &name))
-        }
+        Err(Denied::Errno(super::ASK_FIRST)) => super::again_to_ask(detail, move |ctx| open(ctx, entry)),
         Err(Denied::Errno(e)) => Outcome::new(Reply::Errno(e), Decision::Allow, detail),
     }
 }
 
-fn decode(ctx: &dyn Task, name: &str) -> Result<Request, i32> {
-    let (dirfd, ptr, flags, mode, resolve) = match name {
-        "open" => (libc::AT_FDCWD, ctx.arg(0), ctx.arg(1), ctx.arg(2), 0),
-        "creat" => (
-            libc::AT_FDCWD,
-            ctx.arg(0),
-            (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-            ctx.arg(1),
-            0,
-        ),
-        "openat" => (ctx.arg(0) as i32, ctx.arg(1), ctx.arg(2), ctx.arg(3), 0),
-        "openat2" => {
-            let size = ctx.arg(3) as usize;
-            OpenHow::check_size(size)?;
-            // The struct must be readable whole; the extension is read as
-            // far as it can be (what is not read stays zero).
-            let mut raw = vec![0u8; size];
-            let (head, rest) = raw.split_at_mut(OPEN_HOW_SIZE);
-            if ctx.read_mem(ctx.arg(2), head).map_err(|_| libc::EFAULT)? != OPEN_HOW_SIZE {
-                return Err(libc::EFAULT);
-            }
-            if !rest.is_empty() {
-                let at = ctx.arg(2).checked_add(OPEN_HOW_SIZE as u64).ok_or(libc::EFAULT)?;
-                ctx.read_mem(at, rest).map_err(|_| libc::EFAULT)?;
-            }
-            let how = OpenHow::from_bytes(&raw)?;
-            how.check()?;
-            (ctx.arg(0) as i32, ctx.arg(1), how.flags, how.mode, how.resolve)
+/// The arguments of any form of open: openat2's `struct open_how`
+/// ([`Arg::How`]) read and checked, or the flags ([`Arg::Flags`], or
+/// creat's implied ones) and mode of the others.
+fn decode(ctx: &dyn Task, entry: &Entry) -> Result<Request, i32> {
+    let word = |a: Arg| entry.arg(a).map(|i| ctx.arg(i)).unwrap_or(0);
+    let dirfd = entry
+        .arg(Arg::Dirfd)
+        .map(|i| ctx.arg(i) as i32)
+        .unwrap_or(libc::AT_FDCWD);
+    let ptr = word(Arg::Path);
+    let openat2 = entry.arg(Arg::How).is_some();
+    let (flags, mode, resolve) = if openat2 {
+        let (at, size) = (word(Arg::How), word(Arg::Size) as usize);
+        OpenHow::check_size(size)?;
+        // The struct must be readable whole; the extension is read as
+        // far as it can be (what is not read stays zero).
+        let mut raw = vec![0u8; size];
+        let (head, rest) = raw.split_at_mut(OPEN_HOW_SIZE);
+        if ctx.read_mem(at, head).map_err(|_| libc::EFAULT)? != OPEN_HOW_SIZE {
+            return Err(libc::EFAULT);
         }
-        _ => return Err(libc::ENOSYS),
+        if !rest.is_empty() {
+            let at = at.checked_add(OPEN_HOW_SIZE as u64).ok_or(libc::EFAULT)?;
+            ctx.read_mem(at, rest).map_err(|_| libc::EFAULT)?;
+        }
+        let how = OpenHow::from_bytes(&raw)?;
+        how.check()?;
+        (how.flags, how.mode, how.resolve)
+    } else {
+        let flags = match entry.arg(Arg::Flags) {
+            Some(i) => ctx.arg(i),
+            None => entry.implied as u64,
+        };
+        (flags, word(Arg::Mode), 0)
     };
     // open(2) and openat(2) ignore flags they do not know (openat2 refuses
     // them, above), and O_PATH keeps only the flags it understands.
-    let flags = if name == "openat2" { flags } else { legacy_flags(flags) };
+    let flags = if openat2 { flags } else { legacy_flags(flags) };
     let path = ctx
         .read_cstring(ptr, PATH_MAX)
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EFAULT))?;
     if path.is_empty() {
         return Err(libc::ENOENT);
     }
-    let mode = open_mode(name == "openat2", flags, mode)?;
+    let mode = open_mode(openat2, flags, mode)?;
     Ok(Request {
         dirfd,
         path,

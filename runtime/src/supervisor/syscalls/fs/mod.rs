@@ -1,7 +1,7 @@
 //! File metadata and directory-entry syscalls under the path policy: the
 //! stat, access and readlink families (a denied path gives EACCES, so its
 //! metadata stays hidden) and the calls that change the tree (mkdir,
-//! unlink, rename, link, symlink, chmod, chown, truncate, mknod), which need
+//! unlink, rename, link, symlink, truncate, mknod), which need
 //! write access to every path they touch (a denied or read-only path gives
 //! EACCES).
 //!
@@ -13,35 +13,18 @@
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-mod access;
-mod attr;
-mod mknod;
-mod readlink;
-mod rename;
-mod stat;
-mod symlink;
-mod unlink;
+pub(super) mod access;
+pub(super) mod mknod;
+pub(super) mod readlink;
+pub(super) mod rename;
+pub(super) mod stat;
+pub(super) mod symlink;
+pub(super) mod truncate;
+pub(super) mod unlink;
 
 use super::path::*;
-use super::{Outcome, Reply, Task};
-use crate::supervisor::audit::Decision;
+use super::Task;
 use crate::supervisor::creds::Creds;
-
-/// Handles one notification of the families above (the file syscalls of
-/// the syscall table ([`crate::abi::table`]) other than the open family).
-pub fn fs(ctx: &dyn Task, name: &str) -> Outcome {
-    let mut detail = String::new();
-    let reply = match super::asked::asking(ctx, name, || run(ctx, name, &mut detail)) {
-        Ok(v) => Reply::Value(v),
-        Err(Denied::Policy(p)) => return Outcome::path_denied(ctx, p),
-        Err(Denied::Errno(super::ASK_FIRST)) => {
-            let name = name.to_string();
-            return super::again_to_ask(detail, move |ctx| fs(ctx, &name));
-        }
-        Err(Denied::Errno(e)) => Reply::Errno(e),
-    };
-    Outcome::new(reply, Decision::Allow, detail)
-}
 
 pub(super) fn path_arg(ctx: &dyn Task, i: usize) -> Result<Vec<u8>, Denied> {
     ctx.read_cstring(ctx.arg(i), PATH_MAX)
@@ -66,47 +49,8 @@ pub(super) fn check_write(ctx: &dyn Task, path: &str) -> Result<(), Denied> {
 
 /// An O_PATH fd's `/proc/self/fd/N` path: operations through it act on
 /// exactly that object.
-fn fd_link(fd: &OwnedFd) -> CString {
+pub(super) fn fd_link(fd: &OwnedFd) -> CString {
     CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
-}
-
-/// One call being handled: what every family's handler takes.
-pub(super) struct Call<'c> {
-    ctx: &'c dyn Task,
-    /// The syscall's name.
-    name: &'c str,
-    /// The caller's credentials, taken once.
-    creds: &'c Creds,
-    /// The audit detail: the container path(s) the call named.
-    detail: &'c mut String,
-}
-
-/// (dirfd, path argument index) of a call's path: the dirfd from argument
-/// `dirfd_idx`, or `AT_FDCWD` for the calls without one.
-fn at(ctx: &dyn Task, dirfd_idx: Option<usize>, path_idx: usize) -> (i32, usize) {
-    (dirfd_idx.map(|i| ctx.arg(i) as i32).unwrap_or(libc::AT_FDCWD), path_idx)
-}
-
-fn run(ctx: &dyn Task, name: &str, detail: &mut String) -> Result<i64, Denied> {
-    let creds = ctx.creds().map_err(|_| Denied::Errno(libc::ESRCH))?;
-    let c = &mut Call {
-        ctx,
-        name,
-        creds: &creds,
-        detail,
-    };
-    match name {
-        "stat" | "lstat" | "newfstatat" => stat::stat(c),
-        "statx" => stat::statx(c),
-        "access" | "faccessat" | "faccessat2" => access::access(c),
-        "readlink" | "readlinkat" => readlink::readlink(c),
-        "mkdir" | "mkdirat" | "mknod" | "mknodat" => mknod::mknod(c),
-        "unlink" | "rmdir" | "unlinkat" => unlink::unlink(c),
-        "rename" | "renameat" | "renameat2" | "link" | "linkat" => rename::rename(c),
-        "symlink" | "symlinkat" => symlink::symlink(c),
-        "chmod" | "fchmodat" | "chown" | "lchown" | "fchownat" | "truncate" => attr::attr(c),
-        _ => Err(Denied::Errno(libc::ENOSYS)),
-    }
 }
 
 /// The object a metadata call names: `dirfd` itself with AT_EMPTY_PATH and
@@ -218,7 +162,7 @@ pub(super) fn new_name(p: &Parent, creds: &Creds) -> Result<(), Denied> {
 #[cfg(test)]
 mod tests {
     use super::super::task::fake::Fake;
-    use super::*;
+    use super::super::{dispatch_named, Reply};
 
     /// A caller with the path "/etc/hosts" at `Fake::BASE` and "" right
     /// after it.
@@ -236,7 +180,7 @@ mod tests {
             ..Fake::new("name = 't'\n", 0)
         }
         .with_mem(t);
-        match fs(&t, name).reply {
+        match dispatch_named(&t, name).reply {
             Reply::Errno(e) => e,
             Reply::Value(v) => panic!("{name}: value {v}"),
             _ => panic!("{name}: another reply"),
@@ -325,7 +269,10 @@ mod tests {
                 ..Fake::new("name = 't'\n", 0)
             }
             .with_mem(&t);
-            assert!(matches!(fs(&t, name).reply, Reply::Errno(libc::EINTR)), "{name}");
+            assert!(
+                matches!(dispatch_named(&t, name).reply, Reply::Errno(libc::EINTR)),
+                "{name}"
+            );
         }
     }
 
@@ -358,7 +305,7 @@ mod tests {
         mem[path.len()] = 0;
         drop(mem);
         t.args = args;
-        let out = fs(t, name);
+        let out = dispatch_named(t, name);
         let r = match out.reply {
             Reply::Value(v) => Ok(v),
             Reply::Errno(e) => Err(e),

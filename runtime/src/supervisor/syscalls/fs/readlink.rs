@@ -3,23 +3,17 @@
 
 use std::os::fd::AsFd;
 
-use super::{at, object_raw, path_arg, Call};
+use super::{object_raw, path_arg};
+use crate::abi::table::Arg;
+use crate::supervisor::syscalls::call::Call;
 use crate::supervisor::syscalls::path::{Denied, PATH_MAX};
 use crate::sys;
 
 /// readlink(2), readlinkat(2).
-pub(super) fn readlink(c: &mut Call<'_>) -> Result<i64, Denied> {
+pub(in crate::supervisor::syscalls) fn readlink(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
-    let (dirfd, pi) = if c.name == "readlink" {
-        at(ctx, None, 0)
-    } else {
-        at(ctx, Some(0), 1)
-    };
-    let (buf, size) = if c.name == "readlink" {
-        (ctx.arg(1), ctx.arg(2))
-    } else {
-        (ctx.arg(2), ctx.arg(3))
-    };
+    let (dirfd, pi) = c.path()?;
+    let (buf, size) = (c.word(Arg::Buf), c.word(Arg::Size));
     if (size as i64) <= 0 {
         return Err(Denied::Errno(libc::EINVAL));
     }

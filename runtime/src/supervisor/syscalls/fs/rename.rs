@@ -4,78 +4,74 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use super::{at, check_write, entry, fd_link, kind, new_name, object, path_arg, read_only, Call};
+use super::{check_write, entry, fd_link, kind, new_name, object, path_arg, read_only};
 use crate::supervisor::creds::Creds;
+use crate::supervisor::syscalls::call::Call;
 use crate::supervisor::syscalls::path::{as_caller, Denied, Last, Parent};
 use crate::supervisor::syscalls::Task;
 use crate::sys;
 
-/// rename(2), renameat(2), renameat2(2), link(2), linkat(2).
-pub(super) fn rename(c: &mut Call<'_>) -> Result<i64, Denied> {
-    let (ctx, name, creds) = (c.ctx, c.name, c.creds);
-    let two_dirs = name.ends_with("at") || name == "renameat2";
-    let ((od, op), (nd, np)) = if two_dirs {
-        (at(ctx, Some(0), 1), at(ctx, Some(2), 3))
-    } else {
-        (at(ctx, None, 0), at(ctx, None, 1))
-    };
-    let flags = match name {
-        "renameat2" | "linkat" => ctx.arg(4) as u32,
-        _ => 0,
-    };
-    if name == "renameat2" {
-        let known = libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT;
-        let exchange = flags & libc::RENAME_EXCHANGE != 0;
-        if flags & !known != 0 || (exchange && flags & (libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT) != 0) {
-            return Err(Denied::Errno(libc::EINVAL));
-        }
-    }
-    if name == "linkat" {
-        let flags = flags as i32;
-        if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
-            return Err(Denied::Errno(libc::EINVAL));
-        }
-        if flags & libc::AT_SYMLINK_FOLLOW != 0 {
-            return link_followed(ctx, (od, op), (nd, np), 0, creds, c.detail);
-        }
-        if flags & libc::AT_EMPTY_PATH != 0 && path_arg(ctx, op)?.is_empty() {
-            // The object open as `od` gets the new name.
-            return link_followed(ctx, (od, op), (nd, np), libc::AT_EMPTY_PATH, creds, c.detail);
-        }
+/// rename(2), renameat(2), renameat2(2).
+pub(in crate::supervisor::syscalls) fn rename(c: &mut Call<'_>) -> Result<i64, Denied> {
+    let (ctx, creds) = (c.ctx, c.creds);
+    let ((od, op), (nd, np)) = (c.path()?, c.path2()?);
+    let flags = c.flags() as u32;
+    let known = libc::RENAME_NOREPLACE | libc::RENAME_EXCHANGE | libc::RENAME_WHITEOUT;
+    let exchange = flags & libc::RENAME_EXCHANGE != 0;
+    if flags & !known != 0 || (exchange && flags & (libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT) != 0) {
+        return Err(Denied::Errno(libc::EINVAL));
     }
     let old = entry(ctx, od, op, creds, c.detail)?;
-    if name.starts_with("link") && (old.last != Last::Norm || old.slash) {
-        // The kernel looks the old name up whole: "f/" and "." are
-        // followed to what they name (a directory gets EPERM, a
-        // non-directory with a slash ENOTDIR).
-        drop(old);
-        return link_followed(ctx, (od, op), (nd, np), 0, creds, c.detail);
-    }
     let paths = &ctx.sup().policy().paths;
-    if name.starts_with("rename") && paths.restricts_below(&old.path) {
+    if paths.restricts_below(&old.path) {
         // Moving a directory moves what the rules protect below it.
         return Err(Denied::Policy(old.path));
     }
     let mut d2 = String::new();
     let new = entry(ctx, nd, np, creds, &mut d2)?;
-    if name.starts_with("rename") {
-        rename_names(&old, &new, flags, creds)?;
-    } else {
-        new_name(&new, creds)?;
-    }
-    if flags & libc::RENAME_EXCHANGE != 0 && paths.restricts_below(&new.path) {
+    rename_names(&old, &new, flags, creds)?;
+    if exchange && paths.restricts_below(&new.path) {
         // An exchange moves the new name's tree to the old name.
         return Err(Denied::Policy(new.path));
     }
     c.detail.push_str(" -> ");
     c.detail.push_str(&d2);
     as_caller(creds, || {
-        if name.starts_with("rename") {
-            sys::fs::renameat2((old.dir.as_fd(), &old.name), (new.dir.as_fd(), &new.name), flags)
-        } else {
-            let follow = (flags as i32) & libc::AT_SYMLINK_FOLLOW;
-            sys::fs::linkat((old.dir.as_raw_fd(), &old.name), (new.dir.as_fd(), &new.name), follow)
-        }
+        sys::fs::renameat2((old.dir.as_fd(), &old.name), (new.dir.as_fd(), &new.name), flags)
+    })?;
+    Ok(0)
+}
+
+/// link(2), linkat(2).
+pub(in crate::supervisor::syscalls) fn link(c: &mut Call<'_>) -> Result<i64, Denied> {
+    let (ctx, creds) = (c.ctx, c.creds);
+    let ((od, op), (nd, np)) = (c.path()?, c.path2()?);
+    let flags = c.flags();
+    if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(Denied::Errno(libc::EINVAL));
+    }
+    if flags & libc::AT_SYMLINK_FOLLOW != 0 {
+        return link_followed(ctx, (od, op), (nd, np), 0, creds, c.detail);
+    }
+    if flags & libc::AT_EMPTY_PATH != 0 && path_arg(ctx, op)?.is_empty() {
+        // The object open as `od` gets the new name.
+        return link_followed(ctx, (od, op), (nd, np), libc::AT_EMPTY_PATH, creds, c.detail);
+    }
+    let old = entry(ctx, od, op, creds, c.detail)?;
+    if old.last != Last::Norm || old.slash {
+        // The kernel looks the old name up whole: "f/" and "." are
+        // followed to what they name (a directory gets EPERM, a
+        // non-directory with a slash ENOTDIR).
+        drop(old);
+        return link_followed(ctx, (od, op), (nd, np), 0, creds, c.detail);
+    }
+    let mut d2 = String::new();
+    let new = entry(ctx, nd, np, creds, &mut d2)?;
+    new_name(&new, creds)?;
+    c.detail.push_str(" -> ");
+    c.detail.push_str(&d2);
+    as_caller(creds, || {
+        sys::fs::linkat((old.dir.as_raw_fd(), &old.name), (new.dir.as_fd(), &new.name), 0)
     })?;
     Ok(0)
 }

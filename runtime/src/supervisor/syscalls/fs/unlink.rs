@@ -4,23 +4,16 @@
 
 use std::os::fd::AsFd;
 
-use super::{at, entry, kind, read_only, Call};
+use super::{entry, kind, read_only};
+use crate::supervisor::syscalls::call::Call;
 use crate::supervisor::syscalls::path::{as_caller, Denied, Last};
 use crate::sys;
 
 /// unlink(2), rmdir(2), unlinkat(2).
-pub(super) fn unlink(c: &mut Call<'_>) -> Result<i64, Denied> {
+pub(in crate::supervisor::syscalls) fn unlink(c: &mut Call<'_>) -> Result<i64, Denied> {
     let ctx = c.ctx;
-    let (dirfd, pi) = if c.name == "unlinkat" {
-        at(ctx, Some(0), 1)
-    } else {
-        at(ctx, None, 0)
-    };
-    let flags = match c.name {
-        "rmdir" => libc::AT_REMOVEDIR,
-        "unlinkat" => ctx.arg(2) as i32,
-        _ => 0,
-    };
+    let (dirfd, pi) = c.path()?;
+    let flags = c.flags();
     if flags & !libc::AT_REMOVEDIR != 0 {
         return Err(Denied::Errno(libc::EINVAL));
     }
