@@ -2,7 +2,7 @@
 //! root (default `/run/cordon`, `--root`), in one place.
 //!
 //! ```text
-//! <root>/<id>/                  libcontainer's state (state.json, notify socket)
+//! <root>/<id>/                  libcontainer's state (state.json: state_file; notify socket)
 //! <root>/.cordon/               cordon's own (CORDON_DIR)
 //! <root>/.cordon/@lower         the sealed copy of the cordon binary (SEALED_BINARY)
 //! <root>/.cordon/@fanotify      whether fanotify works, per boot (FANOTIFY_PROBE)
@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 
 /// cordon's own directory under the state root.
 pub const CORDON_DIR: &str = ".cordon";
+/// libcontainer's state of a container, in `<root>/<id>/`.
+pub const STATE: &str = "state.json";
 /// What cordon records about a container beside libcontainer's state.
 pub const META: &str = "meta.json";
 /// The policy a container was created with (TOML, as `policy show`
@@ -56,6 +58,12 @@ pub fn cordon_root(root: &Path) -> PathBuf {
 /// Container `id`'s directory of cordon's own under state root `root`.
 pub fn container_dir(root: &Path, id: &str) -> PathBuf {
     cordon_root(root).join(id)
+}
+
+/// libcontainer's state of container `id` under state root `root`
+/// (`<root>/<id>/state.json`): there once its create began.
+pub fn state_file(root: &Path, id: &str) -> PathBuf {
+    root.join(id).join(STATE)
 }
 
 /// Container `id`'s audit trail under state root `root`.

@@ -185,7 +185,7 @@ fn rule_message(root: &Path, id: &str, rule: Option<&str>) -> Option<String> {
     let index: usize = rest.split_once(']')?.0.parse().ok()?;
     let text =
         std::fs::read_to_string(cordon::container::cordon_dir(root, id).join(cordon::container::POLICY_FILE)).ok()?;
-    let policy = Policy::from_toml(&text, "policy.toml").ok()?;
+    let policy = Policy::from_toml(&text, cordon::container::POLICY_FILE).ok()?;
     let src = &policy.source;
     match kind {
         "net" => src.net.get(index)?.message.clone(),

@@ -50,6 +50,7 @@ mod manifest;
 mod ops;
 
 pub use self::{copy::*, diff::*, manifest::*};
+pub(super) use ops::{inherited, null_stdio};
 
 /// In `<data_dir>/containers/<id>/` of a container whose overlay an engine
 /// mounted: the engine's upper layer (what `delete` removes with it).
@@ -170,11 +171,11 @@ fn at(root: &Path, key: &str) -> PathBuf {
     root.join(rel_of(key))
 }
 
-fn other(msg: impl Into<String>) -> Error {
+pub(super) fn other(msg: impl Into<String>) -> Error {
     Error::Snapshot(msg.into())
 }
 
-fn io_at(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+pub(super) fn io_at(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
     let what = what.to_string();
     let path = path.to_path_buf();
     move |e| other(format!("{what} {}: {e}", path.display()))
