@@ -763,15 +763,20 @@ fn a_policy_learned_from_pip_runs_it_and_refuses_the_rest() {
         // A cgroup v1 memory hierarchy keeps the peak: the suggestion is there.
         assert!(text.starts_with("# peak memory "), "{text}");
     }
+    // A syscall pip never made (setpriority) is refused as the kernel
+    // refuses one it does not have; one it made (socket) is not.
+    assert!(text.contains("errno = \"ENOSYS\""), "{text}");
     let probe = Workload::sh(
         "probe",
         "cat /root/.bashrc >/dev/null 2>&1; echo root $?; \
          python3 -c 'import socket; socket.create_connection((\"198.51.100.53\", 8080), timeout=5)' 2>&1 | tail -1; \
+         python3 -c 'import os; os.setpriority(os.PRIO_PROCESS, 0, 1)' 2>&1 | tail -1; \
          echo x > /work/x; echo work $?",
     );
     let got = probe.cordon_with(&net, &out.to_string_lossy(), &|_| {});
     assert_eq!(
-        got.stdout, "root 1\nPermissionError: [Errno 1] Operation not permitted\nwork 0\n",
+        got.stdout,
+        "root 1\nPermissionError: [Errno 1] Operation not permitted\nOSError: [Errno 38] Function not implemented\nwork 0\n",
         "{got:?}"
     );
 }

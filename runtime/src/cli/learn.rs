@@ -90,7 +90,7 @@ fn from_audit(rt: &Runtime, a: &LearnArgs, from: &cordon::policy::Policy) -> any
                     esc(id)
                 );
             }
-            obs.add(&r.syscall, &r.detail, &r.action, r.destination());
+            obs.add(&r.syscall, &r.detail, (&r.action, &r.result), r.destination());
         }
     }
     let config = a.bundle.join("config.json");
@@ -179,9 +179,12 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
         .ok()
         .and_then(|v| v["data"]["memory"]["memory"]["max_usage"].as_u64())
         .filter(|&b| b > 0);
+    // The observing policy sent every syscall but the assumed ones to the
+    // supervisor: the trail holds them all.
     let mut obs = Observed::default();
+    obs.all_syscalls = true;
     for r in cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &id))? {
-        obs.add(&r.syscall, &r.detail, &r.action, r.destination());
+        obs.add(&r.syscall, &r.detail, (&r.action, &r.result), r.destination());
     }
     let _ = rt.delete(&id, true);
     let rootfs = rootfs_of(&a.bundle, &spec);
@@ -206,11 +209,18 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
     if !a.verify {
         return Ok(code);
     }
-    rt.config.policy = a.output.to_string_lossy().into_owned();
+    // At the kernel level, as the policy will run. The syscalls it refuses
+    // are recorded instead ([`verify_policy`]): the filter refuses them
+    // without a trace, and a job that made one is a wrong allow-list.
+    let (verify, refused) = verify_policy(&a.output, work)?;
+    rt.config.policy = verify.to_string_lossy().into_owned();
     let again = run_once(rt, &id, &bundle, None)?;
     let trail = cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &id))?;
     let _ = rt.delete(&id, true);
-    let denied: Vec<_> = trail.iter().filter(|r| r.action == "deny").collect();
+    let denied: Vec<_> = trail
+        .iter()
+        .filter(|r| r.action == "deny" || (r.action == "audit" && refused.contains(&r.syscall)))
+        .collect();
     for r in &denied {
         eprintln!(
             "cordon learn: verify: {} {} -> {} (by {})",
@@ -231,6 +241,26 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
         "cordon learn: verify: the job exited {again} under the learned policy, as while learning; nothing denied"
     );
     Ok(again)
+}
+
+/// The policy `--verify` runs: the learned one at `learned`, its rule
+/// refusing the syscalls the run never made turned to `audit` (recorded,
+/// then run), written to `work/verify.toml`; and those syscalls' names.
+fn verify_policy(learned: &Path, work: &Path) -> anyhow::Result<(PathBuf, Vec<String>)> {
+    let text = std::fs::read_to_string(learned).with_context(|| format!("read {}", learned.display()))?;
+    let mut file: cordon::policy::PolicyFile =
+        toml::from_str(&text).with_context(|| format!("{}: not a policy", learned.display()))?;
+    let mut refused = Vec::new();
+    for r in file.syscalls.iter_mut() {
+        if r.errno.as_deref() == Some("ENOSYS") && r.note.as_deref().is_some_and(|n| n.starts_with("learned:")) {
+            r.action = cordon::policy::Action::Audit;
+            r.errno = None;
+            refused.extend(r.names.iter().cloned());
+        }
+    }
+    let path = work.join("verify.toml");
+    std::fs::write(&path, toml::to_string_pretty(&file)?).context("write the verifying policy")?;
+    Ok((path, refused))
 }
 
 /// A copy of the bundle's config.json in `work` (the rootfs path made

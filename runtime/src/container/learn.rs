@@ -19,6 +19,7 @@ pub fn observing_policy(from: &Policy, spec: &serde_json::Value) -> Result<Strin
     let mut src = from.source.clone();
     src.extends = Some("none".into());
     src.name = format!("learn-{}", from.name);
+    learn::observe_syscalls(&mut src);
     let own_netns = spec["linux"]["namespaces"]
         .as_array()
         .is_some_and(|ns| ns.iter().any(|n| n["type"] == "network"));
@@ -43,12 +44,21 @@ pub fn observing_policy(from: &Policy, spec: &serde_json::Value) -> Result<Strin
 pub fn learned_text(
     from_name: &str,
     from: &crate::policy::Policy,
+    obs: &Observed,
     grants: &[learn::Grant],
     dests: &[learn::Destination],
 ) -> Result<String, String> {
+    let refused = learn::unused_syscalls(obs, from);
+    let notes = learn::suggestions(obs);
     let builtin = crate::policy::BUILTIN.iter().any(|(n, _)| *n == from_name);
     if builtin {
-        return Ok(learn::policy_text("learned", from_name, grants, dests));
+        return Ok(learn::policy_text(
+            "learned",
+            from_name,
+            (grants, dests),
+            &refused,
+            &notes,
+        ));
     }
     // A policy file: its own rules after the learned ones, and its base as
     // the learned policy's base, so the base's floor (the default's masks
@@ -56,7 +66,7 @@ pub fn learned_text(
     // built-in.
     let own = own_rules(from_name).unwrap_or_else(|| from.source.clone());
     let base = own.extends.clone().unwrap_or_else(|| "default".into());
-    let text = learn::policy_text("learned", &base, grants, dests);
+    let text = learn::policy_text("learned", &base, (grants, dests), &refused, &notes);
     let mut file: crate::policy::PolicyFile = toml::from_str(&text).map_err(|e| e.to_string())?;
     file.default_action = own.default_action;
     file.default_errno = own.default_errno.clone();
@@ -131,7 +141,7 @@ pub fn learned_policy(
 ) -> Result<Learned, String> {
     let (grants, ungranted) = learn::grants(obs, collapse, is_dir);
     let dests = learn::destinations(obs);
-    let text = learned_text(from_name, from, &grants, &dests)?;
+    let text = learned_text(from_name, from, obs, &grants, &dests)?;
     crate::filter::policy_from_toml(&text, "learned")
         .map_err(|e| format!("the learned policy does not load (please report it with the trail): {e}"))?;
     Ok(Learned {
@@ -172,8 +182,11 @@ impl Runtime {
         let trail =
             crate::supervisor::audit::read_all(&super::audit_path(&self.root, id)).map_err(|e| e.to_string())?;
         let mut obs = Observed::default();
+        // The container ran under the observing policy (`create` gives it
+        // to a learned container): its trail holds every syscall.
+        obs.all_syscalls = true;
         for r in &trail {
-            obs.add(&r.syscall, &r.detail, &r.action, r.destination());
+            obs.add(&r.syscall, &r.detail, (&r.action, &r.result), r.destination());
         }
         let from = crate::filter::load_policy(&meta.policy).map_err(|e| e.to_string())?;
         let spec: serde_json::Value = std::fs::read_to_string(meta.bundle.join("config.json"))
@@ -274,7 +287,7 @@ mod tests {
         let file = file.to_string_lossy().into_owned();
         for from_name in ["default", file.as_str()] {
             let from = crate::filter::load_policy(from_name).unwrap();
-            let text = learned_text(from_name, &from, &grants, &[]).unwrap();
+            let text = learned_text(from_name, &from, &Observed::default(), &grants, &[]).unwrap();
             let p = crate::filter::policy_from_toml(&text, "learned").unwrap();
             assert_eq!(
                 p.paths.access("/proc/self/status"),

@@ -21,11 +21,136 @@
 //!   answered, with the ports used) or `cidr` rules (an address reached
 //!   without a lookup), and `net_default = "deny"`.
 //!
+//! - **Syscalls** become an allow-list: every syscall the base allows that
+//!   the run never made is refused with ENOSYS, as if the kernel had no
+//!   such call (a program then takes its fall-back). The observing policy
+//!   sends every syscall to the supervisor (`default_action = "audit"`)
+//!   except the [`ASSUMED`] ones, which every program makes all the time
+//!   and a learned policy never refuses. Only a learning run observes them
+//!   all ([`Observed::all_syscalls`]); a trail of another run does not.
+//!
 //! The policy extends the observing run's base, so its denials still
 //! hold, and every rule carries a note with what was observed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+
+use crate::abi::table;
+use crate::policy::model::{Action, PolicyFile, SyscallRule};
+use crate::policy::Policy;
+
+/// The syscalls a learning run lets through unobserved and a learned
+/// policy never refuses: the ones nearly every program makes, often
+/// (I/O on open fds, memory, signals, threads' futexes, time, the
+/// loader's start-up), and the ones cordon's executor makes between the
+/// filter and the job's exec (the listener's handover: `write`, `read`,
+/// `close`; dropping a lent capability; `execve`). Observing these would
+/// cost a round trip each and refusing them would only break programs.
+pub const ASSUMED: &[&str] = &[
+    "read",
+    "write",
+    "close",
+    "fstat",
+    "newfstatat",
+    "statx",
+    "lseek",
+    "mmap",
+    "mprotect",
+    "munmap",
+    "mremap",
+    "madvise",
+    "brk",
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "sigaltstack",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "pipe",
+    "pipe2",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_ctl",
+    "sched_yield",
+    "nanosleep",
+    "clock_nanosleep",
+    "clock_gettime",
+    "gettimeofday",
+    "getpid",
+    "gettid",
+    "getppid",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "fcntl",
+    "dup",
+    "dup2",
+    "dup3",
+    "getdents64",
+    "getcwd",
+    "futex",
+    "set_robust_list",
+    "set_tid_address",
+    "rseq",
+    "arch_prctl",
+    "prlimit64",
+    "getrandom",
+    "recvfrom",
+    "recvmsg",
+    "sendto",
+    "sendmsg",
+    "wait4",
+    "exit",
+    "exit_group",
+    "execve",
+    "capget",
+    "capset",
+    "prctl",
+    "seccomp",
+];
+
+/// Syscalls a learning run observes (the trail counts the threads and
+/// processes started from them) but a learned policy never refuses: a job
+/// that did not start one while learning may well start one later (a
+/// shell's pipeline forks where its simple commands vfork), and a program
+/// that cannot is broken, not confined.
+pub const NEVER_REFUSED: &[&str] = &["clone", "fork", "vfork"];
+
+/// Makes `src` (a policy that lets through what no rule names) an
+/// observing one: a call no rule decides is recorded (`audit`), but one
+/// of the [`ASSUMED`] syscalls, which is let through as before by a last
+/// rule (after `src`'s own, which still decide first: a `sendto` with an
+/// address is still emulated, one without is let through). A policy that
+/// refuses what no rule names is left as it is: what it lets through, its
+/// rules name.
+///
+/// The last rule also keeps the listener's handover out of the
+/// supervisor, which cannot answer before it has the listener: the
+/// executor sends it with `sendto` after the filter is in.
+pub fn observe_syscalls(src: &mut PolicyFile) {
+    if src.default_action != Action::Allow {
+        return;
+    }
+    src.default_action = Action::Audit;
+    src.syscalls.push(SyscallRule {
+        names: ASSUMED.iter().map(|n| n.to_string()).collect(),
+        action: Action::Allow,
+        errno: None,
+        args: Vec::new(),
+        note: Some("cordon learn: made by nearly every program, let through unobserved".into()),
+        message: None,
+    });
+}
 
 /// Directories granted read-only whole when they exist (see the module).
 pub const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc"];
@@ -71,15 +196,38 @@ pub struct Observed {
     destinations: BTreeMap<(Option<String>, IpAddr, u16), u64>,
     /// Records left out because their paths could not be told apart.
     pub ambiguous: u64,
+    /// Per syscall name: how many calls the trail recorded (not refused).
+    syscalls: BTreeMap<String, u64>,
+    /// Whether the trail holds every syscall of the run but the
+    /// [`ASSUMED`] ones (a learning run's, under [`observe_syscalls`]):
+    /// only then are the others refused.
+    pub all_syscalls: bool,
+    /// Threads and processes started (clone, clone3, fork, vfork).
+    pub tasks: u64,
+    /// The highest fd number an open returned.
+    pub max_fd: Option<u64>,
 }
 
 impl Observed {
     /// Takes note of one record: its syscall, detail and action, and for a
     /// network record its destination (name, address, port). Records the
     /// observing policy refused (`deny`) are left out: they stay refused.
-    pub fn add(&mut self, syscall: &str, detail: &str, action: &str, destination: Option<(Option<&str>, IpAddr, u16)>) {
+    pub fn add(
+        &mut self,
+        syscall: &str,
+        detail: &str,
+        (action, result): (&str, &str),
+        destination: Option<(Option<&str>, IpAddr, u16)>,
+    ) {
         if action == "deny" || action == "event" {
             return;
+        }
+        *self.syscalls.entry(syscall.to_string()).or_default() += 1;
+        if matches!(syscall, "clone" | "clone3" | "fork" | "vfork") {
+            self.tasks += 1;
+        }
+        if let Some(fd) = result.strip_prefix("fd ").and_then(|n| n.parse::<u64>().ok()) {
+            self.max_fd = self.max_fd.max(Some(fd));
         }
         if let Some((name, ip, port)) = destination {
             if detail.starts_with("resolver ") {
@@ -283,16 +431,97 @@ pub fn destinations(obs: &Observed) -> Vec<Destination> {
     by.into_values().collect()
 }
 
-/// The policy file (TOML) for `grants` and `dests`, extending `from`.
-pub fn policy_text(name: &str, from: &str, grants: &[Grant], dests: &[Destination]) -> String {
+/// The syscalls a learned policy refuses with ENOSYS: every one `from`
+/// lets through (its answer to a call with all-zero arguments) that the
+/// run never made and that is not [`ASSUMED`], in number order; none
+/// when the trail does not hold every syscall ([`Observed::all_syscalls`]).
+pub fn unused_syscalls(obs: &Observed, from: &Policy) -> Vec<&'static str> {
+    if !obs.all_syscalls {
+        return Vec::new();
+    }
+    table::entries()
+        .filter(|(nr, e)| table::available(*nr) && !ASSUMED.contains(&e.name) && !NEVER_REFUSED.contains(&e.name))
+        .filter(|(_, e)| !obs.syscalls.contains_key(e.name))
+        .filter(|(nr, _)| !matches!(from.decide(*nr, &[0; 6]).0, Action::Deny | Action::Kill))
+        .map(|(_, e)| e.name)
+        .collect()
+}
+
+/// Resource limits to start from, from what the trail shows the run used
+/// (threads and processes started, the highest fd opened), one line each.
+pub fn suggestions(obs: &Observed) -> Vec<String> {
+    let mut out = Vec::new();
+    if obs.all_syscalls {
+        let n = obs.tasks + 1;
+        out.push(format!(
+            "{n} threads and processes ran in all (at most that many at once): a pids limit \
+             (linux.resources.pids.limit) of {} leaves room",
+            (2 * n).max(32)
+        ));
+    }
+    if let Some(fd) = obs.max_fd {
+        out.push(format!(
+            "the highest fd opened was {fd}: an open-files limit (process.rlimits RLIMIT_NOFILE) of {} leaves room",
+            (2 * (fd + 1)).next_power_of_two().max(1024)
+        ));
+    }
+    out
+}
+
+/// `names` as a TOML array, wrapped at 80 columns after `indent`.
+fn toml_names(names: &[&str], indent: usize) -> String {
+    let mut out = String::from("[");
+    let mut line = indent + 1;
+    for (i, n) in names.iter().enumerate() {
+        let item = format!("\"{n}\"");
+        if i > 0 {
+            out.push(',');
+            line += 1;
+            if line + 1 + item.len() + 1 > 80 {
+                out.push('\n');
+                out.push_str(&" ".repeat(indent));
+                line = indent;
+            } else {
+                out.push(' ');
+                line += 1;
+            }
+        }
+        out.push_str(&item);
+        line += item.len();
+    }
+    out.push(']');
+    out
+}
+
+/// The policy file (TOML) for `grants` and `dests`, extending `from`,
+/// refusing the syscalls `refused` ([`unused_syscalls`]), with `notes`
+/// ([`suggestions`]) as comments at its top.
+pub fn policy_text(
+    name: &str,
+    from: &str,
+    (grants, dests): (&[Grant], &[Destination]),
+    refused: &[&str],
+    notes: &[String],
+) -> String {
     let q = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let mut out = format!(
+    let mut out: String = notes.iter().map(|n| format!("# {n}\n")).collect();
+    out.push_str(&format!(
         "# Written by `cordon learn` from what one run did; check it, then use it.\n\
          name = {}\ndescription = {}\nextends = {}\nnet_default = \"deny\"\n",
         q(name),
         q(&format!("learned from a run, extending {from}")),
         q(from)
-    );
+    ));
+    if !refused.is_empty() {
+        out.push_str(&format!(
+            "\n[[syscall]]\nnames = {}\naction = \"deny\"\nerrno = \"ENOSYS\"\nnote = {}\n",
+            toml_names(refused, 8),
+            q(&format!(
+                "learned: {} syscalls the base lets through were never made; as if the kernel had none of them",
+                refused.len()
+            ))
+        ));
+    }
     for d in dests {
         let ports: Vec<String> = d.ports.iter().map(u16::to_string).collect();
         let target = match &d.host {
@@ -351,24 +580,24 @@ mod tests {
             ("openat", "/./etc/hostname O_RDONLY", "allow"),
             ("openat", "/tmp/.. O_RDONLY|O_DIRECTORY", "allow"),
         ] {
-            o.add(s, d, a, None);
+            o.add(s, d, (a, "0"), None);
         }
         o.add(
             "connect",
             "pypi.org (192.0.2.1):443",
-            "allow",
+            ("allow", "0"),
             Some((Some("pypi.org"), "192.0.2.1".parse().unwrap(), 443)),
         );
         o.add(
             "connect",
             "192.0.2.9:8080",
-            "allow",
+            ("allow", "0"),
             Some((None, "192.0.2.9".parse().unwrap(), 8080)),
         );
         o.add(
             "sendto",
             "resolver 127.0.0.53:53 40 bytes",
-            "allow",
+            ("allow", "0"),
             Some((None, "127.0.0.53".parse().unwrap(), 53)),
         );
         o
@@ -407,7 +636,7 @@ mod tests {
         let (g, _) = grants(&o, 2, |d| ["/usr", "/lib", "/work", "/tmp"].contains(&d));
         let d = destinations(&o);
         assert_eq!(d.len(), 2, "the resolver's own traffic is left out");
-        let text = policy_text("learned", "default", &g, &d);
+        let text = policy_text("learned", "default", (&g, &d), &[], &[]);
         let p = crate::policy::Policy::from_toml(&text, "learned").expect("the policy loads");
         assert!(text.contains("host = \"pypi.org\"\nports = [443]"), "{text}");
         assert!(text.contains("cidr = \"192.0.2.9/32\"\nports = [8080]"), "{text}");
@@ -422,5 +651,70 @@ mod tests {
             p.net.decide("192.0.2.10".parse().unwrap(), 8080),
             crate::policy::NetAction::Deny
         );
+    }
+
+    fn nr(name: &str) -> u32 {
+        table::number(name).unwrap()
+    }
+
+    fn default_policy() -> Policy {
+        let src = crate::policy::BUILTIN.iter().find(|(n, _)| *n == "default").unwrap().1;
+        Policy::from_toml(src, "default").unwrap()
+    }
+
+    /// The observing policy records every syscall no rule names, but the
+    /// assumed ones; its base's rules still decide theirs.
+    #[test]
+    fn observing_records_what_no_rule_names_but_the_assumed() {
+        let mut src = default_policy().source;
+        observe_syscalls(&mut src);
+        let p = Policy::from_toml(&toml::to_string(&src).unwrap(), "observing").unwrap();
+        assert_eq!(p.decide(nr("setpriority"), &[0; 6]).0, Action::Audit);
+        assert_eq!(p.decide(nr("read"), &[0; 6]).0, Action::Allow);
+        assert_eq!(p.decide(nr("openat"), &[0; 6]).0, Action::Emulate);
+        assert_eq!(p.decide(nr("kexec_load"), &[0; 6]).0, Action::Deny);
+        for name in ASSUMED {
+            assert!(table::number(name).is_some(), "{name} is not in the syscall table");
+        }
+        // The listener's handover (a send without an address) is never
+        // held for a supervisor that has no listener yet; a send with one
+        // is still the egress rules'.
+        assert_eq!(p.decide(nr("sendto"), &[0; 6]).0, Action::Allow);
+        assert_eq!(p.decide(nr("sendto"), &[3, 0, 0, 0, 0x1000, 16]).0, Action::Emulate);
+        // Every built-in observes.
+        for (name, src) in crate::policy::BUILTIN {
+            let mut file = Policy::from_toml(src, name).unwrap().source;
+            observe_syscalls(&mut file);
+            Policy::from_toml(&toml::to_string(&file).unwrap(), name).unwrap();
+        }
+    }
+
+    /// A learning run's trail: what it never made is refused with ENOSYS,
+    /// what it made and the assumed syscalls are decided as by the base;
+    /// another run's trail refuses nothing.
+    #[test]
+    fn the_syscalls_never_made_are_refused_and_no_others() {
+        let base = default_policy();
+        let mut o = Observed::default();
+        o.add("socket", "socket(0x2, 0x1, 0x0)", ("audit", "3"), None);
+        o.add("openat", "/etc/hosts O_RDONLY", ("allow", "fd 7"), None);
+        o.add("clone", "clone(0x3d0f00, 0x0, 0x0)", ("audit", "12"), None);
+        assert!(unused_syscalls(&o, &base).is_empty(), "not every syscall was observed");
+        o.all_syscalls = true;
+        let refused = unused_syscalls(&o, &base);
+        assert!(refused.contains(&"setpriority"), "{refused:?}");
+        for made in ["socket", "openat", "clone", "read", "execve", "fork", "pipe"] {
+            assert!(!refused.contains(&made), "{made} was made or assumed");
+        }
+        assert!(!refused.contains(&"kexec_load"), "the base refuses it already");
+        let notes = suggestions(&o);
+        let text = policy_text("learned", "default", (&[], &[]), &refused, &notes);
+        assert!(text.starts_with("# 2 threads and processes ran in all"), "{text}");
+        assert!(text.contains("the highest fd opened was 7"), "{text}");
+        let p = Policy::from_toml(&text, "learned").unwrap();
+        assert_eq!(p.decide(nr("setpriority"), &[0; 6]), (Action::Deny, libc::ENOSYS));
+        assert_eq!(p.decide(nr("socket"), &[0; 6]).0, Action::Allow);
+        assert_eq!(p.decide(nr("openat"), &[0; 6]).0, Action::Emulate);
+        assert_eq!(p.decide(nr("write"), &[0; 6]).0, Action::Allow);
     }
 }

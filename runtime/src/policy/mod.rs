@@ -540,9 +540,12 @@ fn rule_number(name: &str, action: Action, at: &str, j: usize, origin: &str) -> 
     let invalid = |msg: String| invalid(origin, format!("{at}.names[{j}]"), msg);
     let nr = table::number(name).ok_or_else(|| invalid(format!("unknown syscall {name:?}")))?;
     let entry = table::entry(nr).expect("a known number has an entry");
-    if entry.disposition == table::Disposition::Nosys {
+    if matches!(
+        entry.disposition,
+        table::Disposition::Nosys | table::Disposition::Unfiltered
+    ) {
         return Err(invalid(format!(
-            "{name} is refused with ENOSYS by cordon's syscall table: {}",
+            "{name} is refused with ENOSYS by cordon's syscall table, whatever a rule says: {}",
             entry.note
         )));
     }

@@ -490,6 +490,14 @@ fn errors_name_rule_and_field() {
             .starts_with("policy t: syscall[0].names[0]: cachestat is refused with ENOSYS"),
         "{e}"
     );
+    // Nor one the kernel runs without asking seccomp (the uprobe
+    // trampolines): a rule the filter would apply and the supervisor not.
+    let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['uprobe']\naction='deny'\n", "t").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("policy t: syscall[0].names[0]: uprobe is refused with ENOSYS"),
+        "{e}"
+    );
     let nr = |n| table::number(n).unwrap();
     let p = Policy::load("permissive").unwrap();
     assert_eq!(p.decide(nr("cachestat"), &[0; 6]), (Action::Deny, libc::ENOSYS));
