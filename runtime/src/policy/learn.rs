@@ -468,8 +468,9 @@ pub fn suggestions(obs: &Observed) -> Vec<String> {
     out
 }
 
-/// `names` as a TOML array, wrapped at 80 columns after `indent`.
-fn toml_names(names: &[&str], indent: usize) -> String {
+/// `names` as a TOML array, wrapped at 80 columns after `indent` (the
+/// column the array starts in, plus one).
+pub(crate) fn toml_names(names: &[&str], indent: usize) -> String {
     let mut out = String::from("[");
     let mut line = indent + 1;
     for (i, n) in names.iter().enumerate() {

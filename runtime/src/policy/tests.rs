@@ -59,25 +59,10 @@ fn the_documented_lists_are_the_table() {
         .map(|&(f, what)| format!("- {f:?} ({what}): `{}`\n", names(f).join(" ")))
         .collect();
     // What `names = [...]` wraps to at 80 columns.
-    let mut toml = String::from("```toml\n[[syscall]]\nnames = [");
-    let mut line = toml.len() - toml.rfind('\n').unwrap_or(0) - 1;
-    for (i, n) in names(Family::Fs).iter().enumerate() {
-        let item = format!("\"{n}\"");
-        if i > 0 {
-            toml.push(',');
-            line += 1;
-            if line + 1 + item.len() + 1 > 80 {
-                toml.push_str("\n        ");
-                line = 8;
-            } else {
-                toml.push(' ');
-                line += 1;
-            }
-        }
-        toml.push_str(&item);
-        line += item.len();
-    }
-    toml.push_str("]\naction = \"emulate\"\n```\n");
+    let toml = format!(
+        "```toml\n[[syscall]]\nnames = {}\naction = \"emulate\"\n```\n",
+        super::learn::toml_names(&names(Family::Fs), 8)
+    );
     let body = toml.trim_start_matches("```toml\n").trim_end_matches("```\n");
     Policy::from_toml(&format!("name = \"doc\"\n{body}"), "doc").expect("the documented TOML");
     let doc = include_str!("../../../docs/POLICY.md");

@@ -192,13 +192,7 @@ pub(super) fn chmod(c: &mut Call<'_>) -> Result<i64, Denied> {
                 .map_err(Into::into)
         });
     }
-    let flags = c.flags();
-    if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
-        return Err(Denied::Errno(libc::EINVAL));
-    }
-    let (dirfd, pi) = c.path()?;
-    let fd = object(ctx, dirfd, pi, flags, creds, c.detail)?;
-    check_write(ctx, c.detail)?;
+    let (fd, flags) = writable_object(c)?;
     if c.has(Arg::Flags) {
         // fchmodat2 (Linux 6.6) is made as fchmodat2: ENOSYS on an older
         // kernel, as the caller would get.
@@ -228,15 +222,23 @@ pub(super) fn chown(c: &mut Call<'_>) -> Result<i64, Denied> {
             .map_err(Into::into)
         });
     }
+    let (fd, _) = writable_object(c)?;
+    as_caller(creds, || sys::fs::chown_fd(fd.as_fd(), uid, gid))?;
+    Ok(0)
+}
+
+/// The object a by-path metadata change names, looked up with the call's
+/// flags (`AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH` only: EINVAL for any
+/// other, before any lookup) and checked writable; and those flags.
+fn writable_object(c: &mut Call<'_>) -> Result<(OwnedFd, i32), Denied> {
     let flags = c.flags();
     if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
         return Err(Denied::Errno(libc::EINVAL));
     }
     let (dirfd, pi) = c.path()?;
-    let fd = object(ctx, dirfd, pi, flags, creds, c.detail)?;
-    check_write(ctx, c.detail)?;
-    as_caller(creds, || sys::fs::chown_fd(fd.as_fd(), uid, gid))?;
-    Ok(0)
+    let fd = object(c.ctx, dirfd, pi, flags, c.creds, c.detail)?;
+    check_write(c.ctx, c.detail)?;
+    Ok((fd, flags))
 }
 
 /// utimensat(2), utimes(2), futimesat(2), utime(2): the times argument's
