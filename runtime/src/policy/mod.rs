@@ -89,6 +89,12 @@ pub const NOT_FILE_CHANGES: &[&str] = &[
 /// the supervisor would deadlock.
 pub const HANDOVER: &[&str] = &["write", "read", "close"];
 
+/// The send that carries the listener (a unix stream's `write_all` is
+/// `sendto(fd, buf, 4, MSG_NOSIGNAL, NULL, 0)`): whatever a policy's
+/// rules do with a `sendto` that names an address, one like this must be
+/// let through.
+pub const HANDOVER_SEND: [u64; 6] = [5, 0x1000, 4, libc::MSG_NOSIGNAL as u64, 0, 0];
+
 /// Errors from loading or validating a policy. Messages name the rule and field.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -642,6 +648,20 @@ fn check_handover(rules: &BTreeMap<u32, Vec<Rule>>, default_action: Action, orig
                 ));
             }
         }
+    }
+    // sendto without an address: the rules' conditions decide it.
+    let nr = table::number("sendto").unwrap_or(u32::MAX);
+    let action = rules
+        .get(&nr)
+        .and_then(|r| r.iter().find(|r| r.args.iter().all(|a| a.matches(&HANDOVER_SEND))))
+        .map(|r| r.action)
+        .unwrap_or(default_action);
+    if action != Action::Allow {
+        return Err(invalid(
+            origin,
+            "syscall".into(),
+            "sendto without an address must be allowed: it carries the listener handover".into(),
+        ));
     }
     Ok(())
 }

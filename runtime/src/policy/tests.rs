@@ -491,6 +491,20 @@ fn errors_name_rule_and_field() {
     assert!(e.to_string().contains("net[0].cidr"), "{e}");
     let e = Policy::from_toml("name='x'\n[[syscall]]\nnames=['write']\naction='audit'\n", "t").unwrap_err();
     assert!(e.to_string().contains("listener handover"), "{e}");
+    // The listener goes over a sendto without an address: a policy that
+    // holds or refuses it would stop every container before it starts; one
+    // that emulates sends with an address (the egress rules) is fine.
+    for text in [
+        "name='x'\ndefault_action='audit'\n[[syscall]]\nnames=['read','write','close']\naction='allow'\n",
+        "name='x'\ndefault_action='deny'\n[[syscall]]\nnames=['read','write','close']\naction='allow'\n",
+        "name='x'\n[[syscall]]\nnames=['sendto']\naction='deny'\n",
+    ] {
+        let e = Policy::from_toml(text, "t").unwrap_err();
+        assert!(
+            e.to_string().contains("sendto without an address must be allowed"),
+            "{e}"
+        );
+    }
     let e = Policy::from_toml("name='x'\nbogus=1\n", "t").unwrap_err();
     assert!(e.to_string().contains("bogus"), "{e}");
     let e = Policy::from_toml(
