@@ -37,6 +37,10 @@ pub const ROOTFS: &str = "org.cordon.rootfs";
 /// file the annotation names (docs/LEARN.md), beneath a directory
 /// `[annotations] learn` lists.
 pub const LEARN: &str = "org.cordon.learn";
+/// Runs the container in trace mode (`"true"`), as the global `--trace`:
+/// every refusal of the policy and every open recorded with its rule, the
+/// caller seeing the same errno (docs/POLICY.md, "Trace mode").
+pub const TRACE: &str = "org.cordon.trace";
 
 /// One annotation cordon reads from config.json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +74,10 @@ pub const KEYS: &[Key] = &[
         name: LEARN,
         doc: "learn a policy from this container's run, written to this file at delete, beneath a directory [annotations] learn lists",
     },
+    Key {
+        name: TRACE,
+        doc: "trace mode: true records every refusal and every open with its rule (same errno), if [annotations] trace allows",
+    },
 ];
 
 /// What a container runs with: from its annotations where the gate lets
@@ -92,6 +100,8 @@ pub struct Choice {
     /// Where `delete` writes the policy learned from the run
     /// (`org.cordon.learn`), if the container is learned.
     pub learn: Option<PathBuf>,
+    /// Whether the container runs in trace mode (`org.cordon.trace`).
+    pub trace: bool,
 }
 
 /// A policy error for whoever wrote the annotation that chose the file:
@@ -188,6 +198,16 @@ impl AnnotationGate {
             }
         };
         let learn = annotations.get(LEARN).map(|v| self.learn(v)).transpose()?;
+        let trace = match annotations.get(TRACE).map(String::as_str) {
+            None | Some("false") => false,
+            Some("true") if self.trace => true,
+            Some("true") => {
+                return Err(refused(format!(
+                    "annotation {TRACE}: trace mode is not allowed on this node ([annotations] trace = false in the runtime config)"
+                )))
+            }
+            Some(other) => return Err(refused(format!("annotation {TRACE}: {other:?} is not true or false"))),
+        };
         Ok(Choice {
             policy,
             platform,
@@ -195,6 +215,7 @@ impl AnnotationGate {
             overlay,
             policy_from_annotation,
             learn,
+            trace,
         })
     }
 
@@ -440,6 +461,23 @@ mod tests {
         let e = choose(&g, &[(POLICY, "default")]).unwrap_err();
         assert!(e.contains("allow = false"), "{e}");
         assert!(choose(&g, &[]).is_ok());
+    }
+
+    #[test]
+    fn trace_is_gated_and_checked() {
+        let d = AnnotationGate::default();
+        assert!(choose(&d, &[(TRACE, "true")]).unwrap().trace);
+        assert!(!choose(&d, &[(TRACE, "false")]).unwrap().trace);
+        assert!(!choose(&d, &[]).unwrap().trace);
+        assert!(choose(&d, &[(TRACE, "yes")]).unwrap_err().contains("not true or false"));
+        let g = AnnotationGate {
+            trace: false,
+            ..Default::default()
+        };
+        assert!(choose(&g, &[(TRACE, "true")])
+            .unwrap_err()
+            .contains("[annotations] trace = false"));
+        assert!(choose(&g, &[(TRACE, "false")]).is_ok());
     }
 
     #[test]

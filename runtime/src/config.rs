@@ -285,6 +285,7 @@ impl Default for Retention {
 /// enforcement = ["kernel", "supervisor"]
 /// rootfs = ["bundle", "overlay"]
 /// learn = ["/var/lib/cordon/learned"]                  # where org.cordon.learn may write; none by default
+/// trace = true                                         # whether org.cordon.trace = "true" is allowed
 /// ```
 ///
 /// An entry of `policies` is a built-in name, an absolute path (a policy
@@ -315,6 +316,11 @@ pub struct AnnotationGate {
     /// `delete` write a file unless the admin names where.
     #[serde(default)]
     pub learn: Vec<String>,
+    /// Whether `org.cordon.trace = "true"` is allowed. Yes by default: trace
+    /// mode refuses what the policy refuses, with the same errno, and only
+    /// records more (at the cost of a round trip per refusal and open).
+    #[serde(default = "yes")]
+    pub trace: bool,
 }
 
 fn default_policies() -> Vec<String> {
@@ -345,6 +351,7 @@ impl Default for AnnotationGate {
             enforcement: default_enforcement(),
             rootfs: default_rootfs(),
             learn: Vec::new(),
+            trace: true,
         }
     }
 }

@@ -412,6 +412,20 @@ state = "{state}"
             d = d.display(),
         );
         fs::write(d.join("config.toml"), config).unwrap();
+        // cordon's own runtime config for every container of this
+        // containerd (the shims inherit $CORDON_CONFIG): the defaults, with
+        // a directory org.cordon.learn may write to and policies be chosen
+        // from, and kept trails in the temp dir.
+        fs::create_dir_all(d.join("learned")).unwrap();
+        fs::write(
+            d.join("cordon.toml"),
+            format!(
+                "[annotations]\nlearn = [\"{l}\"]\npolicies = [\"default\", \"audit\", \"agent\", \"{l}/\"]\n\n[audit]\ndir = \"{a}\"\n",
+                l = d.join("learned").display(),
+                a = d.join("trails").display()
+            ),
+        )
+        .unwrap();
         let mut c = Containerd {
             runc_root: d.join("runc"),
             shim_base: d.join("cordon-shim"),
@@ -453,6 +467,7 @@ state = "{state}"
             .arg(d.join("config.toml"))
             .env("PATH", path)
             .env("CORDON_SHIM_ROOT", d.join("cordon-shim"))
+            .env("CORDON_CONFIG", d.join("cordon.toml"))
             .stdin(Stdio::null())
             .stdout(logf.try_clone().unwrap())
             .stderr(logf)
@@ -525,12 +540,20 @@ state = "{state}"
         self.runc_root.join(NS)
     }
 
-    /// `cordon --root ROOT <args>`.
+    /// `cordon --root ROOT <args>`, with this containerd's cordon config.
     fn cordon_in(&self, root: &Path, args: &[&str]) -> Ran {
-        run_timeout(
-            Command::new(&self.cordon).arg("--root").arg(root).args(args),
-            CMD_TIMEOUT,
-        )
+        let mut cmd = Command::new(&self.cordon);
+        // Also from the drop, once the directory is gone.
+        if let Some(d) = &self.dir {
+            cmd.env("CORDON_CONFIG", d.path().join("cordon.toml"));
+        }
+        run_timeout(cmd.arg("--root").arg(root).args(args), CMD_TIMEOUT)
+    }
+
+    /// The directory this containerd's cordon config lets
+    /// `org.cordon.learn` write to and `org.cordon.policy` choose from.
+    fn learned_dir(&self) -> PathBuf {
+        self.dir.as_ref().expect("running").path().join("learned")
     }
 
     /// The state root of cordon's own shim (containerd-shim-cordon-v2) for
@@ -885,6 +908,72 @@ fn ctr_run_probe_sees_emulated_uname() {
         c.diagnostics()
     );
     c.assert_gone(&id);
+}
+
+/// Learning and verifying a policy through containerd, as a platform
+/// would (docs/LEARN.md, "Under an engine"): a task with
+/// `org.cordon.learn` writes the learned policy when it is deleted; the
+/// same job under that policy (`org.cordon.policy`) with
+/// `org.cordon.trace` runs as it did and its trail holds no denial; a job
+/// that does more is refused, and the trail names the learned rule.
+#[test]
+fn ctr_learns_a_policy_and_verifies_it() {
+    let _g = serial();
+    let c = Containerd::start();
+    c.import_busybox();
+    let file = c.learned_dir().join("job.toml");
+    let job = ["sh", "-c", "echo learned > /tmp/out && cat /tmp/out"];
+    let ann = |k: &str, v: &Path| vec!["--annotation".to_string(), format!("{k}={}", v.display())];
+    let mut flags = c.shim_flags();
+    flags.extend(ann("org.cordon.learn", &file));
+    let id = unique("ctr-learn");
+    let r = c.run_rm_with(flags, &id, &job);
+    assert!(
+        r.success() && r.stdout.trim() == "learned",
+        "learning run\n{r}\n{}",
+        c.diagnostics()
+    );
+    let text = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}\n{}", file.display(), c.diagnostics()));
+    assert!(text.contains("extends = \"default\""), "{text}");
+    assert!(text.contains("pattern = \"/tmp/**\""), "{text}");
+
+    // Verified: the job again under the learned policy, traced.
+    let mut flags = c.shim_flags();
+    flags.extend(ann("org.cordon.policy", &file));
+    flags.extend(["--annotation".to_string(), "org.cordon.trace=true".to_string()]);
+    let verify = |id: &str, cmd: &[&str]| {
+        let r = c.run_rm_with(flags.clone(), id, cmd);
+        let trail = c.cordon_in(&c.shim_root(), &["audit", "--json", id]);
+        assert!(trail.success(), "cordon audit {id}\n{trail}");
+        let denied: Vec<String> = trail
+            .stdout
+            .lines()
+            .filter(|l| l.contains("\"action\":\"deny\""))
+            .map(String::from)
+            .collect();
+        (r, denied)
+    };
+    let id = unique("ctr-verify");
+    let (r, denied) = verify(&id, &job);
+    assert!(
+        r.success() && r.stdout.trim() == "learned",
+        "verifying run\n{r}\n{}",
+        c.diagnostics()
+    );
+    assert!(
+        denied.is_empty(),
+        "the learned policy refused the job it was learned from: {denied:?}"
+    );
+
+    // A job that reads what the learning run never did (the root
+    // directory's list): refused, recorded.
+    let id = unique("ctr-verify");
+    let (r, denied) = verify(&id, &["sh", "-c", "echo learned > /tmp/out && ls /"]);
+    assert!(!r.success(), "/ was never read while learning\n{r}");
+    assert!(
+        denied.iter().any(|l| l.contains("\"detail\":\"/ ")),
+        "no denial of / in the trail: {denied:?}\n{r}"
+    );
 }
 
 /// A detached task through containerd's runc shim with cordon as the runc

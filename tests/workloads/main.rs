@@ -781,6 +781,55 @@ fn a_policy_learned_from_pip_runs_it_and_refuses_the_rest() {
     );
 }
 
+/// A program the job runs from outside the system directories is never
+/// opened by the job (the kernel opens it at exec), and the container's
+/// own program is run by cordon's executor: the learning run records
+/// both execs, so the learned policy grants their directory and runs the
+/// job again (`--verify`), on both platforms.
+#[test]
+fn a_learned_policy_grants_the_programs_the_job_ran() {
+    let net = Net::new();
+    let tools = TempDir::new("learn-tools");
+    std::fs::copy(python_bundle().join("rootfs/usr/bin/true"), tools.path().join("tool")).unwrap();
+    for (name, args) in [
+        ("child", vec!["sh", "-c", "/opt/tools/tool && echo ran"]),
+        ("init", vec!["/opt/tools/tool"]),
+    ] {
+        let job = Workload {
+            name: "tools",
+            args: args.iter().map(|a| a.to_string()).collect(),
+            resolv: "ns",
+        };
+        let mut env = job.env(&net);
+        env.config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/opt/tools", "type": "bind",
+            "source": tools.path(), "options": ["rbind", "ro"]
+        }));
+        env.write();
+        let out = net.dir.path().join(format!("learned-{name}.toml"));
+        let learned = env.cordon(&[
+            "learn",
+            "-b",
+            &env.bundle.path().to_string_lossy(),
+            &unique("learn-exec"),
+            "-o",
+            &out.to_string_lossy(),
+            "--verify",
+        ]);
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        assert!(
+            learned.status.success() && stderr(&learned).contains("as while learning; nothing denied"),
+            "{name}: {}\n{}\n{text}",
+            stdout(&learned),
+            stderr(&learned)
+        );
+        assert!(
+            text.contains("pattern = \"/opt/tools/**\"\naccess = \"read-only\""),
+            "{name}: {text}"
+        );
+    }
+}
+
 /// `cordon learn --from-audit` of a container already run at the
 /// supervisor level under host rules (as a platform's production run
 /// would be): the same kind of policy, from its kept trail, with no run

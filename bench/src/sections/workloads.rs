@@ -79,13 +79,30 @@ struct Row {
     errors: Vec<String>,
 }
 
+/// Where `cordon learn` of workload `key` writes its policy, which the
+/// `cordon-learned` runtime runs under.
+fn learned_policy(env: &Env, key: &str) -> std::path::PathBuf {
+    env.tmp.join(format!("learned-{key}.toml"))
+}
+
 fn once(env: &Env, rt: &Runtime, w: &Workload) -> anyhow::Result<(f64, f64)> {
     let id = env.id(rt, "wl");
     let mut args: Vec<&str> = vec!["/srv/loop", "time"];
     args.extend(w.args.iter().map(String::as_str));
     let bundle = env.bundle(rt, &id, Image::Python, &args, &w.env)?;
     let b = bundle.to_string_lossy().into_owned();
-    let out = rt.run_bundle(&b, &id, Duration::from_secs(600))?;
+    let timeout = Duration::from_secs(600);
+    let learned = learned_policy(env, w.key);
+    let out = match rt.label.as_str() {
+        // The whole learning run: observed, then the policy written.
+        "cordon-learn" => rt.exec(&["learn", "-b", &b, &id, "-o", &learned.to_string_lossy()], timeout)?,
+        "cordon-learned" => {
+            let mut under = rt.clone();
+            under.policy = Some(learned.to_string_lossy().into_owned());
+            under.run_bundle(&b, &id, timeout)?
+        }
+        _ => rt.run_bundle(&b, &id, timeout)?,
+    };
     env.drop_bundle(&id);
     let _ = proc::settle_orphans(Duration::from_secs(2));
     if !out.ok() {
@@ -128,6 +145,11 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         env.runtime("cordon-user", Some(&env.user_policy.to_string_lossy())),
     ];
     let mut rts = rts;
+    // `cordon learn` of each workload (under `default`), and the policy it
+    // wrote, run (issue #30's targets: learning <= 2x runc, the learned
+    // policy <= 1.10x).
+    rts.push(env.runtime("cordon-learn", None));
+    rts.push(env.runtime("cordon-learned", None));
     // What any seccomp filter costs these workloads: runc with a one-rule
     // filter (every syscall on the kernel's slower entry path).
     rts.push(env.runc_with_filter());
@@ -147,10 +169,14 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             });
         }
     }
-    // Warm the page cache (rootfs, tarball) once, under runc: not measured.
+    // Warm the page cache (rootfs, tarball) once, under runc, and learn
+    // each workload's policy once: not measured.
+    let learn = rts.iter().position(|r| r.label == "cordon-learn");
     for w in &ws {
-        if let Err(e) = once(env, &rts[3], w) {
-            so.warnings.push(format!("warm-up: {e:#}"));
+        for k in [Some(3), learn].into_iter().flatten() {
+            if let Err(e) = once(env, &rts[k], w) {
+                so.warnings.push(format!("warm-up: {e:#}"));
+            }
         }
     }
     for rep in 0..reps {
@@ -220,6 +246,44 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         let u = med(w.key, "cordon-user");
         let sl = med(w.key, "sandlock");
         let rf = med(w.key, "runc-filter");
+        let (l, ld) = (med(w.key, "cordon-learn"), med(w.key, "cordon-learned"));
+        so.targets.push(Target::at_most(
+            &format!("workload {}: cordon learn vs runc", w.key),
+            "≤ 2× runc",
+            stats::ratio(l, base),
+            2.0,
+            "x",
+            format!(
+                "{}: median time inside the container while `cordon learn` observes it (every call no rule decides \
+                 recorded, every path rule in the supervisor) {} ms / runc {} ms",
+                w.title,
+                num(l, 1),
+                num(base, 1)
+            ),
+        )
+        .because(
+            "while learning every open, metadata read and change of a file is a round trip to the supervisor, which \
+             records it (the observing run keeps every path rule at the supervisor level, where each open is seen): \
+             a job that touches thousands of small files pays that many round trips (the syscall section gives one's cost)",
+        ));
+        so.targets.push(Target::at_most(
+            &format!("workload {}: cordon under its learned policy vs runc", w.key),
+            "≤ 1.10× runc",
+            stats::ratio(ld, base),
+            1.10,
+            "x",
+            format!(
+                "{}: median time inside the container under the policy `cordon learn` wrote for it {} ms / runc {} ms",
+                w.title,
+                num(ld, 1),
+                num(base, 1)
+            ),
+        )
+        .because(
+            "the learned policy is an allow-list ending in `/** deny`, enforced by Landlock and the mounts, but Landlock \
+             has no access right for metadata changes (chmod, chown, utimensat, xattrs): under it each of those is a \
+             round trip to the supervisor, which checks the path (tar -x makes three per file it writes)",
+        ));
         let name = format!("workload {}: cordon vs runc", w.key);
         if env.sandlock.is_some() {
             so.targets.push(Target::at_most(
@@ -284,6 +348,8 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             num(stats::ratio(rf, base), 3),
             num(sl, 1),
             num(stats::ratio(sl, base), 3),
+            num(stats::ratio(l, base), 3),
+            num(stats::ratio(ld, base), 3),
             num(outer(w.key, "runc"), 1),
             num(outer(w.key, "cordon"), 1),
         ]);
@@ -292,6 +358,7 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             ("cordon-permissive", p),
             ("cordon-user", u),
             ("sandlock", sl),
+            ("cordon-learned", ld),
         ] {
             if let Some(r) = stats::ratio(v, base) {
                 bars.push(Bar {
@@ -307,7 +374,9 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
         "bundles/python (Debian, python3.11; root read-only, a tmpfs on /tmp for writes, the harness's files \
          read-only on /srv). `/srv/loop time CMD` times the workload inside the container (fork+exec+wait); \
          \"whole run\" is the `RUNTIME run` around it. {reps} repetitions per runtime, interleaved, after one \
-         warm-up pass under runc (page cache); medians in ms.\n\n"
+         warm-up pass under runc (page cache); medians in ms. `cordon-learn` is `cordon learn -b BUNDLE ID -o FILE` \
+         of the workload (from `default`: every call no rule decides recorded, every path rule in the supervisor), \
+         `cordon-learned` the workload under the policy that wrote (learned once in the warm-up pass).\n\n"
     );
     md.push_str(&table(
         &[
@@ -321,6 +390,8 @@ pub fn run(env: &Env, out: &Path) -> anyhow::Result<SectionOut> {
             "runc + filter / runc",
             "sandlock ms",
             "sandlock / runc",
+            "learning / runc",
+            "learned policy / runc",
             "whole run: runc ms",
             "whole run: cordon ms",
         ],

@@ -106,9 +106,15 @@ impl Runtime {
     }
 
     /// Whether container `opts.id` runs in trace mode: the runtime's
-    /// `--trace`, or its parent's (a fork's, a restore's).
-    fn traced(&self, opts: &CreateOptions) -> bool {
-        self.config.trace || opts.inherit.as_ref().is_some_and(|i| i.trace)
+    /// `--trace`, its parent's (a fork's, a restore's), or its
+    /// `org.cordon.trace` annotation (which [`Self::choose`] checked).
+    fn traced(&self, spec: &Spec, opts: &CreateOptions) -> bool {
+        let annotated = spec
+            .annotations()
+            .as_ref()
+            .and_then(|a| a.get(crate::annotations::TRACE))
+            .is_some_and(|v| v == "true");
+        self.config.trace || opts.inherit.as_ref().is_some_and(|i| i.trace) || annotated
     }
 
     /// Creates container `opts.id` (`runc create`): validates the input,
@@ -136,6 +142,7 @@ impl Runtime {
             overlay,
             policy_from_annotation,
             learn,
+            ..
         } = self.choose(&spec, opts)?;
         let overlay = overlay || opts.overlay || opts.reuse_layer.is_some();
         let (policy_name, full) = match &opts.fixed_policy {
@@ -165,7 +172,7 @@ impl Runtime {
         let fixed = toml::to_string_pretty(&full.source).map_err(Error::RenderPolicy)?;
         // Trace mode sees every open: path rules stay in the supervisor.
         // A fork or a restore of a traced container is traced too.
-        let trace = self.traced(opts);
+        let trace = self.traced(&spec, opts);
         let enforcement = if trace {
             crate::policy::Enforcement::Supervisor
         } else {
@@ -379,7 +386,7 @@ impl Runtime {
             guard_renames: plan.guards_renames(),
             landlock: plan.landlock.clone(),
             enforcement: Some(plan.describe()),
-            trace: self.traced(opts),
+            trace: self.traced(&spec, opts),
             layer: layer.map(|(l, _)| l.base.clone()),
             lower: layer.map(|(_, lower)| lower.clone()),
             no_new_privs,

@@ -14,9 +14,10 @@
 //!   starts (a grant needs one). The system directories (`/usr`, `/lib`,
 //!   `/lib64`, `/bin`, `/sbin`, `/etc`) are granted read-only whole when
 //!   they exist: the loader, libc and a program's own files are reached
-//!   through them, and an executed file is not opened by the program (its
-//!   exec is not in the trail). The root directory itself is never
-//!   granted (that would grant every file).
+//!   through them. An executed file, which the kernel opens, counts as
+//!   read from its `execve` record (the path as the call named it). The
+//!   root directory itself is never granted (that would grant every
+//!   file).
 //! - **Destinations** become `host` rules (by the name the resolver
 //!   answered, with the ports used) or `cidr` rules (an address reached
 //!   without a lookup), and `net_default = "deny"`.
@@ -44,7 +45,7 @@ use crate::policy::Policy;
 /// (I/O on open fds, memory, signals, threads' futexes, time, the
 /// loader's start-up), and the ones cordon's executor makes between the
 /// filter and the job's exec (the listener's handover: `write`, `read`,
-/// `close`; dropping a lent capability; `execve`). Observing these would
+/// `close`; dropping a lent capability). Observing these would
 /// cost a round trip each and refusing them would only break programs.
 pub const ASSUMED: &[&str] = &[
     "read",
@@ -112,7 +113,6 @@ pub const ASSUMED: &[&str] = &[
     "wait4",
     "exit",
     "exit_group",
-    "execve",
     "capget",
     "capset",
     "prctl",
@@ -123,8 +123,10 @@ pub const ASSUMED: &[&str] = &[
 /// processes started from them) but a learned policy never refuses: a job
 /// that did not start one while learning may well start one later (a
 /// shell's pipeline forks where its simple commands vfork), and a program
-/// that cannot is broken, not confined.
-pub const NEVER_REFUSED: &[&str] = &["clone", "fork", "vfork"];
+/// that cannot is broken, not confined. `execve` is observed for the
+/// files it runs (the program does not open them itself: the kernel
+/// does), and never refused: the job's own start is one.
+pub const NEVER_REFUSED: &[&str] = &["clone", "fork", "vfork", "execve"];
 
 /// Makes `src` (a policy that lets through what no rule names) an
 /// observing one: a call no rule decides is recorded (`audit`), but one
@@ -266,6 +268,11 @@ impl Observed {
         } else if CHANGES.contains(&syscall) {
             // The record's detail is the one path, spaces and all.
             self.file(detail, true);
+        } else if syscall == "execve" {
+            // The file run: read (and executed) by the kernel, never
+            // opened by the program, so seen only here. A relative path
+            // (`./a.out`) names no directory and is left out.
+            self.file(detail, false);
         }
     }
 

@@ -171,8 +171,12 @@ pub(super) fn decide(ctx: &Ctx<'_>, nr: u32, name: &str) -> Outcome {
     let policy = ctx.sup.policy();
     let (action, errno) = policy.decide(nr, &notif.data.args);
     match action {
-        Action::Audit => Outcome::new(Reply::Continue, Decision::Audit, syscalls::summary(name, notif))
-            .by(Some(policy.explain_syscall(nr, &notif.data.args))),
+        Action::Audit => Outcome::new(
+            Reply::Continue,
+            Decision::Audit,
+            syscalls::audit_detail(ctx, nr, name, notif),
+        )
+        .by(Some(policy.explain_syscall(nr, &notif.data.args))),
         Action::Emulate => syscalls::dispatch(ctx, nr),
         Action::Deny => Outcome::new(Reply::Errno(errno), Decision::Deny, syscalls::summary(name, notif))
             .by(Some(policy.explain_syscall(nr, &notif.data.args))),

@@ -216,6 +216,25 @@ pub(crate) fn dispatch_named(t: &dyn Task, name: &str) -> Outcome {
     dispatch(t, crate::abi::table::number(name).unwrap_or(u32::MAX))
 }
 
+/// The detail of an `audit` record of syscall `nr` (`name`): the path the
+/// call names when it is absolute (`execve`'s program, `chdir`'s
+/// directory), as the caller's memory held
+/// it when the call was seen, else [`summary`]. The path is read for the
+/// record only: the call is let through and the kernel reads it again and
+/// decides (a record, not a decision, so a thread changing it in between
+/// changes what is recorded, never what is allowed). `cordon learn`
+/// takes the programs a job ran from these records.
+pub fn audit_detail(t: &dyn Task, nr: u32, name: &str, n: &libc::seccomp_notif) -> String {
+    // An absolute path names the same file whatever the call's
+    // directory fd; a relative one is left as the raw arguments.
+    crate::abi::table::entry(nr)
+        .and_then(|e| e.path)
+        .and_then(|i| t.read_cstring(t.arg(usize::from(i)), libc::PATH_MAX as usize).ok())
+        .and_then(|raw| String::from_utf8(raw).ok())
+        .filter(|p| p.starts_with('/'))
+        .unwrap_or_else(|| summary(name, n))
+}
+
 /// A short summary of the raw arguments, for records without a handler.
 pub fn summary(name: &str, n: &libc::seccomp_notif) -> String {
     let a = n.data.args;
