@@ -830,6 +830,50 @@ fn a_learned_policy_grants_the_programs_the_job_ran() {
     }
 }
 
+/// `cordon learn --verify` of the suite's other jobs (a git clone and
+/// downloads over HTTPS and HTTP, a C build with `make -j2`, threads and
+/// process trees): each learned policy runs its job again at the kernel
+/// level with nothing denied, and the job's output is what it was while
+/// learning.
+#[test]
+fn the_suites_jobs_learn_and_verify() {
+    let net = Net::new();
+    for job in [
+        Workload::sh("git-curl", GIT_CURL),
+        Workload::sh("c-build", C_BUILD),
+        Workload::python("processes", PROCESSES),
+    ] {
+        let name = job.name;
+        let env = job.env(&net);
+        env.write();
+        let out = net.dir.path().join(format!("learned-{name}.toml"));
+        let learned = env.cordon(&[
+            "learn",
+            "-b",
+            &env.bundle.path().to_string_lossy(),
+            &unique("learn-job"),
+            "-o",
+            &out.to_string_lossy(),
+            "--verify",
+        ]);
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        assert!(
+            learned.status.success() && stderr(&learned).contains("as while learning; nothing denied"),
+            "{name}: {}\n{}\n{text}",
+            stdout(&learned),
+            stderr(&learned)
+        );
+        // The job's output twice (learning, then verifying), the same.
+        let o = stdout(&learned);
+        let (first, second) = o.split_at(o.len() / 2);
+        assert_eq!(first, second, "{name}: the verifying run printed otherwise");
+        assert!(
+            text.contains("pattern = \"/** \"") || text.contains("pattern = \"/**\"\naccess = \"deny\""),
+            "{name}: {text}"
+        );
+    }
+}
+
 /// `cordon learn --from-audit` of a container already run at the
 /// supervisor level under host rules (as a platform's production run
 /// would be): the same kind of policy, from its kept trail, with no run

@@ -183,8 +183,15 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
     // supervisor: the trail holds them all.
     let mut obs = Observed::default();
     obs.all_syscalls = true;
+    // Lookups the nameservers answered with no address while learning:
+    // the learned policy refuses them (no rule names them), and the job
+    // gets no address either way.
+    let mut unanswered = std::collections::HashSet::new();
     for r in cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &id))? {
         obs.add(&r.syscall, &r.detail, (&r.action, &r.result), r.destination());
+        if r.syscall == "dns" && r.action == "allow" && !r.result.contains(' ') {
+            unanswered.insert(r.detail.clone());
+        }
     }
     let _ = rt.delete(&id, true);
     let rootfs = rootfs_of(&a.bundle, &spec);
@@ -220,6 +227,7 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
     let denied: Vec<_> = trail
         .iter()
         .filter(|r| r.action == "deny" || (r.action == "audit" && refused.contains(&r.syscall)))
+        .filter(|r| !(r.syscall == "dns" && unanswered.contains(&r.detail)))
         .collect();
     for r in &denied {
         eprintln!(

@@ -123,10 +123,24 @@ pub const ASSUMED: &[&str] = &[
 /// processes started from them) but a learned policy never refuses: a job
 /// that did not start one while learning may well start one later (a
 /// shell's pipeline forks where its simple commands vfork), and a program
-/// that cannot is broken, not confined. `execve` is observed for the
-/// files it runs (the program does not open them itself: the kernel
-/// does), and never refused: the job's own start is one.
-pub const NEVER_REFUSED: &[&str] = &["clone", "fork", "vfork", "execve"];
+/// that cannot is broken, not confined. The same holds for ending and
+/// reaping them: whether a pool's teardown signals a worker (`kill`) or
+/// waits for it (`waitid`) depends on which finished first, so one run
+/// cannot tell; and `restart_syscall`, which the kernel makes for a
+/// program whose sleep or wait a signal interrupted. `execve` is observed for the files it runs (the program
+/// does not open them itself: the kernel does), and never refused: the
+/// job's own start is one.
+pub const NEVER_REFUSED: &[&str] = &[
+    "clone",
+    "fork",
+    "vfork",
+    "execve",
+    "kill",
+    "tkill",
+    "tgkill",
+    "waitid",
+    "restart_syscall",
+];
 
 /// Makes `src` (a policy that lets through what no rule names) an
 /// observing one: a call no rule decides is recorded (`audit`), but one
@@ -254,8 +268,9 @@ impl Observed {
             };
             self.file(&path, write);
         } else if TWO_PATHS.contains(&syscall) {
-            // `OLD -> NEW`; a name holding ` -> ` itself makes the record
-            // ambiguous: it is left out (the policy can only be narrower,
+            // `OLD -> NEW` (`OLD -> ` when the call failed before the new
+            // name was reached, whose empty name is no file); a name
+            // holding ` -> ` itself makes more parts: left out (the policy can only be narrower,
             // and `--verify` shows what that costs).
             let mut parts = detail.split(" -> ");
             match (parts.next(), parts.next(), parts.next()) {
@@ -585,6 +600,11 @@ mod tests {
             // A name with spaces and what looks like other paths.
             ("mkdir", "/tmp/a /etc/evil", "allow"),
             ("rename", "/tmp/x -> /etc/y -> /root/z", "allow"),
+            // A link refused before its new name was reached (EEXIST), its
+            // old name holding ` -> `: more than two parts, left out.
+            ("linkat", "/tmp/x -> /etc/y -> ", "allow"),
+            // A program run (the kernel opens it).
+            ("execve", "/usr/bin/git", "audit"),
             ("openat", "/./etc/hostname O_RDONLY", "allow"),
             ("openat", "/tmp/.. O_RDONLY|O_DIRECTORY", "allow"),
         ] {
@@ -632,6 +652,9 @@ mod tests {
             !g.iter().any(|g| g.write && g.dir == "/etc"),
             "no write grant from a name with spaces"
         );
+        let o = observed();
+        assert_eq!(o.ambiguous, 4, "the rename, the link and the two spellings");
+        assert!(o.files.contains_key("/usr/bin/git"), "the program run");
         let exists = |d: &str| ["/usr", "/work", "/work/venv", "/work/src"].contains(&d);
         let (g, _) = grants(&observed(), 2, exists);
         let shown: Vec<(&str, bool)> = g.iter().map(|g| (g.dir.as_str(), g.write)).collect();

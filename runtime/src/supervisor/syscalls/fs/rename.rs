@@ -22,6 +22,10 @@ pub(in crate::supervisor::syscalls) fn rename(c: &mut Call<'_>) -> Result<i64, D
         return Err(Denied::Errno(libc::EINVAL));
     }
     let old = entry(ctx, od, op, creds, c.detail)?;
+    // The record is `OLD -> NEW` from here on, `OLD -> ` when the new
+    // name is not reached: a name holding ` -> ` itself always shows as
+    // more than two parts (`cordon learn` leaves those out).
+    c.detail.push_str(" -> ");
     let paths = &ctx.sup().policy().paths;
     if paths.restricts_below(&old.path) {
         // Moving a directory moves what the rules protect below it.
@@ -29,13 +33,12 @@ pub(in crate::supervisor::syscalls) fn rename(c: &mut Call<'_>) -> Result<i64, D
     }
     let mut d2 = String::new();
     let new = entry(ctx, nd, np, creds, &mut d2)?;
+    c.detail.push_str(&d2);
     rename_names(&old, &new, flags, creds)?;
     if exchange && paths.restricts_below(&new.path) {
         // An exchange moves the new name's tree to the old name.
         return Err(Denied::Policy(new.path));
     }
-    c.detail.push_str(" -> ");
-    c.detail.push_str(&d2);
     as_caller(creds, || {
         sys::fs::renameat2((old.dir.as_fd(), &old.name), (new.dir.as_fd(), &new.name), flags)
     })?;
@@ -65,11 +68,11 @@ pub(in crate::supervisor::syscalls) fn link(c: &mut Call<'_>) -> Result<i64, Den
         drop(old);
         return link_followed(ctx, (od, op), (nd, np), 0, creds, c.detail);
     }
+    c.detail.push_str(" -> ");
     let mut d2 = String::new();
     let new = entry(ctx, nd, np, creds, &mut d2)?;
-    new_name(&new, creds)?;
-    c.detail.push_str(" -> ");
     c.detail.push_str(&d2);
+    new_name(&new, creds)?;
     as_caller(creds, || {
         sys::fs::linkat((old.dir.as_raw_fd(), &old.name), (new.dir.as_fd(), &new.name), 0)
     })?;
@@ -91,11 +94,11 @@ fn link_followed(
 ) -> Result<i64, Denied> {
     let old = object(ctx, od, op, lookup, creds, detail)?;
     check_write(ctx, detail)?;
+    detail.push_str(" -> ");
     let mut d2 = String::new();
     let new = entry(ctx, nd, np, creds, &mut d2)?;
-    new_name(&new, creds)?;
-    detail.push_str(" -> ");
     detail.push_str(&d2);
+    new_name(&new, creds)?;
     let link = fd_link(&old);
     as_caller(creds, || {
         sys::fs::linkat(
