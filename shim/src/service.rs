@@ -76,6 +76,20 @@ fn err(code: Code, msg: impl Into<String>) -> ttrpc::Error {
     ttrpc::Error::RpcStatus(ttrpc::get_status(code, msg.into()))
 }
 
+/// Whether a task Checkpoint's options are runc's `CheckpointOptions` with
+/// `exit` set (a client that sends runc's options to any runtime; `ctr`
+/// sends them only to runc's).
+fn exit_asked(options: Option<&containerd_shim::protos::protobuf::well_known_types::any::Any>) -> bool {
+    options
+        .filter(|a| a.type_url.ends_with("containerd.runc.v1.CheckpointOptions"))
+        .and_then(|a| containerd_shim::protos::shim::oci::CheckpointOptions::parse_from_bytes(&a.value).ok())
+        .is_some_and(|o| o.exit)
+}
+
+/// The file a task Checkpoint writes in containerd's checkpoint
+/// directory: the cordon checkpoint's name and figures, as JSON.
+pub const CHECKPOINT_RECORD: &str = "cordon-checkpoint.json";
+
 fn rt_err(e: RtError) -> ttrpc::Error {
     let code = match &e {
         RtError::NotFound(_) => Code::NOT_FOUND,
@@ -783,6 +797,47 @@ impl containerd_shim::Task for Service {
         Ok(api::Empty::new())
     }
 
+    /// containerd's task Checkpoint (`ctr task checkpoint`, the CRI's
+    /// checkpoint): a cordon checkpoint of the container's writable layer
+    /// (docs/CHECKPOINT.md: files, not process memory), whose name and
+    /// figures go to `path/cordon-checkpoint.json`, which containerd packs
+    /// into the checkpoint's content (its `MediaTypeContainerd1Checkpoint`
+    /// descriptor). runc's `CheckpointOptions.exit`, from a client that
+    /// sends it, stops the container afterwards as runc does; its CRIU
+    /// options do not apply.
+    fn checkpoint(&self, _ctx: &TtrpcContext, req: api::CheckpointTaskRequest) -> TtrpcResult<api::Empty> {
+        let exit = exit_asked(req.options.as_ref());
+        let info = self.with_task(&req.id, |t| {
+            let info = t.rt.checkpoint(&t.id, None).map_err(rt_err)?;
+            if exit {
+                t.rt.kill(
+                    &t.id,
+                    libcontainer::signal::Signal::try_from(libc::SIGKILL)
+                        .map_err(|e| err(Code::INTERNAL, e.to_string()))?,
+                    true,
+                )
+                .map_err(rt_err)?;
+            }
+            Ok(info)
+        })?;
+        if !req.path.is_empty() {
+            let record = serde_json::json!({
+                "container": req.id,
+                "checkpoint": info.name,
+                "created": info.created,
+                "parent": info.parent,
+                "size": info.size,
+                "files": info.files,
+                "frozen_ms": info.frozen_ms,
+            });
+            let file = Path::new(&req.path).join(CHECKPOINT_RECORD);
+            std::fs::create_dir_all(&req.path)
+                .and_then(|()| std::fs::write(&file, serde_json::to_vec_pretty(&record).unwrap_or_default()))
+                .map_err(|e| err(Code::INTERNAL, format!("write {}: {e}", file.display())))?;
+        }
+        Ok(api::Empty::new())
+    }
+
     fn kill(&self, _ctx: &TtrpcContext, req: api::KillRequest) -> TtrpcResult<api::Empty> {
         self.with_task(&req.id, |t| {
             reap_strays(&t.tracked());
@@ -961,6 +1016,21 @@ mod tests {
             value,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn checkpoint_exit_comes_from_runcs_options() {
+        let runc = "type.googleapis.com/containerd.runc.v1.CheckpointOptions";
+        let any = |t: &str, v: Vec<u8>| Any {
+            type_url: t.into(),
+            value: v,
+            ..Default::default()
+        };
+        assert!(exit_asked(Some(&any(runc, vec![0x08, 1]))), "field 1 (exit) true");
+        assert!(!exit_asked(Some(&any(runc, vec![0x10, 1]))), "open_tcp only");
+        assert!(!exit_asked(Some(&any("other.Options", vec![0x08, 1]))));
+        assert!(!exit_asked(Some(&any(runc, vec![0x08]))), "truncated");
+        assert!(!exit_asked(None));
     }
 
     #[test]

@@ -58,6 +58,8 @@ const IMAGE: &str = "docker.io/library/cordon-busybox:latest";
 const SHIM_RUNTIME: &str = "io.containerd.cordon.v2";
 /// What `uname -r` says under cordon's default policy.
 const CORDON_RELEASE: &str = "6.1.0-cordon";
+/// What cordon's shim writes in a task checkpoint's directory.
+const CHECKPOINT_RECORD: &str = "cordon-checkpoint.json";
 /// Longest a single ctr/containerd command may take.
 const CMD_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest containerd may take to answer `ctr version` after starting.
@@ -1074,6 +1076,94 @@ fn ctr_overlay_rootfs_gets_checkpoints_and_diffs() {
         "{} left behind by the task's deletion",
         layer.display()
     );
+}
+
+/// containerd's task Checkpoint through cordon's shim (`ctr task
+/// checkpoint`): containerd pauses the task, the shim takes a cordon
+/// checkpoint of its writable layer and writes its name in the
+/// checkpoint's content, containerd resumes the task (docs/CHECKPOINT.md,
+/// "Through containerd").
+#[test]
+fn ctr_task_checkpoint_takes_a_cordon_checkpoint() {
+    let _g = serial();
+    let c = Containerd::start();
+    require_shim(&c);
+    c.import_busybox();
+    let id = unique("ctr-cp");
+    run_sleeping(&c, &id, c.shim_flags());
+    let fifo = c.fifo_dir.to_string_lossy().into_owned();
+    let ex = c.ctr(&[
+        "task",
+        "exec",
+        "--fifo-dir",
+        &fifo,
+        "--exec-id",
+        "w1",
+        &id,
+        "sh",
+        "-c",
+        "echo new > /new",
+    ]);
+    assert!(ex.success(), "ctr task exec failed\n{ex}\n{}", c.diagnostics());
+
+    let cp = c.ctr(&["task", "checkpoint", &id]);
+    assert!(cp.success(), "ctr task checkpoint failed\n{cp}\n{}", c.diagnostics());
+    let list = c.cordon_in(&c.shim_root(), &["checkpoints", &id, "--format", "json"]);
+    let list: Value = serde_json::from_str(&list.stdout).unwrap_or_else(|e| panic!("{e}\n{list}"));
+    assert_eq!(list[0]["name"], "cp1", "{list}");
+    assert_eq!(
+        task_line(&c, &id).map(|(_, s)| s).as_deref(),
+        Some("RUNNING"),
+        "resumed after the checkpoint"
+    );
+    // The checkpoint's content (a tar of the directory the shim wrote in)
+    // names the cordon checkpoint.
+    let images = c.ctr(&["images", "ls"]);
+    let index = images
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("containerd.io/checkpoint/{id}:")))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap_or_else(|| panic!("no checkpoint image\n{images}"))
+        .to_string();
+    let index: Value = serde_json::from_str(&c.ctr(&["content", "get", &index]).stdout).unwrap();
+    let digest = index["manifests"]
+        .as_array()
+        .and_then(|ms| {
+            ms.iter().find(|m| {
+                m["mediaType"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("checkpoint.criu.tar"))
+            })
+        })
+        .and_then(|m| m["digest"].as_str())
+        .unwrap_or_else(|| panic!("no checkpoint content in {index}"))
+        .to_string();
+    let tar = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} content get {digest} | tar -xO --wildcards '*{CHECKPOINT_RECORD}'",
+            c.ctr_cmdline(&[])
+        ))
+        .output()
+        .unwrap();
+    let record: Value = serde_json::from_slice(&tar.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&tar.stdout),
+            String::from_utf8_lossy(&tar.stderr)
+        )
+    });
+    assert_eq!(record["container"], id.as_str(), "{record}");
+    assert_eq!(record["checkpoint"], "cp1", "{record}");
+
+    let _ = c.ctr(&["task", "kill", "-s", "SIGKILL", &id]);
+    wait_task_status(&c, &id, "STOPPED");
+    let rm = c.ctr(&["task", "rm", &id]);
+    assert!(rm.success(), "ctr task rm failed\n{rm}\n{}", c.diagnostics());
+    let crm = c.ctr(&["container", "rm", &id]);
+    assert!(crm.success(), "ctr container rm failed\n{crm}\n{}", c.diagnostics());
+    c.assert_gone(&id);
 }
 
 // ---------------------------------------------------------------------------
