@@ -217,6 +217,63 @@ fn data_env(args: &[&str]) -> (Env, TempDir, TempDir) {
     (env, data, pol)
 }
 
+/// An exec cannot be emulated, so at the supervisor level the exec of a
+/// file a `deny` rule covers is refused by the kernel's own question to
+/// the supervisor (fanotify's `FAN_OPEN_EXEC_PERM` on the container's
+/// mounts, on the file the kernel opened: no path to swap): EPERM, and a
+/// `deny` record naming the rule. At the kernel level the mount masks the
+/// directory (ENOENT). Either way the denied program never runs and an
+/// allowed one does, on the platform under test.
+#[test]
+fn the_exec_of_a_denied_file_is_refused_at_every_level() {
+    let data = TempDir::new("exec-data");
+    let d = data.path();
+    // A program (busybox, whose applet is its name: `echo`) and a script
+    // in each directory.
+    let busybox = busybox_bundle().join("rootfs/bin/busybox");
+    for dir in ["secret", "x"] {
+        std::fs::create_dir_all(d.join(dir)).unwrap();
+        std::fs::copy(&busybox, d.join(dir).join("echo")).unwrap();
+        let script = d.join(dir).join("run.sh");
+        std::fs::write(&script, "#!/bin/sh\necho ran-$0\n").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let pol = TempDir::new("exec-policy");
+    let file = pol.path().join("policy.toml");
+    std::fs::write(
+        &file,
+        "name = \"exec\"\nextends = \"default\"\n[[path]]\npattern = \"/data/secret/**\"\naccess = \"deny\"\n",
+    )
+    .unwrap();
+    let script = "/data/secret/echo ran-secret; echo secret=$?; /data/secret/run.sh; echo script=$?; \
+                  /data/x/echo ran-x; /data/x/run.sh; echo x=$?";
+    for (level, refused) in [("supervisor", "126"), ("kernel", "127")] {
+        let mut env = env(&["sh", "-c", script]);
+        volume(&mut env, d, "/data");
+        env.set_policy(&file.to_string_lossy());
+        env.annotate("org.cordon.enforcement", level);
+        let id = unique("exec-deny");
+        let out = env.run_keep(&id);
+        assert_eq!(
+            ok(&out),
+            format!("secret={refused}\nscript={refused}\nran-x\nran-/data/x/run.sh\nx=0\n"),
+            "{level}: {}",
+            stderr(&out)
+        );
+        if level == "supervisor" {
+            let trail = env.audit(&id);
+            assert!(
+                trail.iter().any(|r| r["syscall"] == "execve"
+                    && r["action"] == "deny"
+                    && r["detail"] == "/data/secret/echo"
+                    && r["result"] == "EPERM"),
+                "no execve denial in the trail: {trail:?}"
+            );
+        }
+        let _ = env.cordon(&["delete", "--force", &id]);
+    }
+}
+
 /// A user policy that denies one directory of a volume and makes another
 /// read-only goes to the container's mounts when both exist at create
 /// (`org.cordon.enforcement` = `kernel`, no open reaches the supervisor),

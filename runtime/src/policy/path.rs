@@ -154,6 +154,14 @@ impl PathPolicy {
             .unwrap_or(PathAccess::Allow)
     }
 
+    /// Whether a rule refuses or asks about some path (`deny` or `ask`):
+    /// what an exec must then be checked against.
+    pub fn refuses_some(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|(_, _, a)| matches!(a, PathAccess::Deny | PathAccess::Ask))
+    }
+
     /// Whether a restrictive rule (deny, read-only) may apply to something
     /// *below* `dir`: then moving `dir` (rename) would carry restricted
     /// files to a path the rules no longer cover, and is refused. Decided

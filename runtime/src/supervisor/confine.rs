@@ -101,6 +101,9 @@ const ALLOWED: &[&str] = &[
     "statx",
     "readlink",
     "readlinkat",
+    // the exec guard marks the container's mounts once they exist
+    // (exec_guard.rs); its group is made before confinement
+    "fanotify_mark",
     "getdents64",
     "unlink",
     // rotating the audit trail (audit.rs): std::fs::rename is rename(2)

@@ -13,6 +13,7 @@ mod args;
 pub mod ask;
 pub mod audit;
 mod confine;
+mod exec_guard;
 pub use args::SuperviseArgs;
 pub use confine::ConfineError;
 pub mod callers;
@@ -143,6 +144,10 @@ pub struct Supervisor {
     /// by the container's mounts): the supervisor then creates files for
     /// the container and joins its memory cgroup too ([`join_cgroups`]).
     pub emulates_files: bool,
+    /// The exec guard's fanotify group until the init attaches and its
+    /// mounts are marked ([`exec_guard`]); `None` when the policy needs
+    /// none or it could not be made.
+    pub(crate) exec_guard: std::sync::Mutex<Option<exec_guard::ExecGuard>>,
 }
 
 /// An answer being sent and recorded: see [`Supervisor::answering`].
@@ -259,6 +264,9 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
             let _ = watchdog::hold(wd, v.fanotify());
         }
     }
+    // The exec guard's group, likewise made before (its marks wait for
+    // the container's mounts: `mark_execs`).
+    let exec_guard = open_exec_guard(&opts, &policy, &audit, watchdog.as_ref());
     // getifaddrs binds a netlink socket, which the confined supervisor
     // may not: read before.
     let host_addresses = host_addresses();
@@ -282,6 +290,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         blocking: std::sync::atomic::AtomicUsize::new(0),
         answering: std::sync::atomic::AtomicUsize::new(0),
         emulates_files: !opts.kernel_paths,
+        exec_guard: std::sync::Mutex::new(exec_guard),
         names: dns::Names::default(),
         guards: dns::Guards::new(host_addresses),
     });
@@ -456,6 +465,46 @@ fn join_cgroups(sup: &Arc<Supervisor>, init: i32, controllers: Vec<&'static str>
     }
 }
 
+/// The exec guard's fanotify group ([`exec_guard`]) when the policy has
+/// supervisor-level `deny` or `ask` path rules; its fd is held by the
+/// watchdog (its last close happens there). A failure is recorded.
+fn open_exec_guard(
+    opts: &Options,
+    policy: &Policy,
+    audit: &audit::AuditLog,
+    watchdog: Option<&UnixStream>,
+) -> Option<exec_guard::ExecGuard> {
+    if opts.kernel_paths || !policy.paths.refuses_some() {
+        return None;
+    }
+    match exec_guard::ExecGuard::init() {
+        Ok(g) => {
+            if let Some(wd) = watchdog {
+                let _ = watchdog::hold(wd, g.fanotify());
+            }
+            Some(g)
+        }
+        Err(e) => {
+            let what = format!("exec guard unavailable (an exec of a denied path is not refused): {e}");
+            audit.record(0, "supervisor", &what, Decision::Event, "error");
+            None
+        }
+    }
+}
+
+/// Marks the mounts of the container whose init is host pid `init` in the
+/// exec guard's group and serves it ([`exec_guard`]); a failure is
+/// recorded in the audit trail.
+fn mark_execs(sup: &Arc<Supervisor>, init: i32) {
+    let Some(guard) = sup.exec_guard.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        return;
+    };
+    if let Err(e) = guard.mark(init).and_then(|_| guard.serve(Arc::clone(sup))) {
+        let what = format!("exec guard unavailable (an exec of a denied path is not refused): {e}");
+        sup.audit.record(0, "supervisor", &what, Decision::Event, "error");
+    }
+}
+
 /// Drops this process's page-table entries for file pages it never
 /// modified (program text and read-only data of cordon and libc), so an
 /// idle supervisor's resident set is what it uses, not what starting up
@@ -541,6 +590,8 @@ fn attach(
                 controllers.push("memory");
             }
             join_cgroups(&sup, pid, controllers);
+            // Before the ack: the init's own exec is the first one held.
+            mark_execs(&sup, pid);
         }
     }
     let acked = if traced {

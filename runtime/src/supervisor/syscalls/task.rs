@@ -207,6 +207,7 @@ pub(crate) mod fake {
                 blocking: std::sync::atomic::AtomicUsize::new(0),
                 answering: std::sync::atomic::AtomicUsize::new(0),
                 emulates_files: true,
+                exec_guard: std::sync::Mutex::new(None),
                 names: dns::Names::default(),
                 guards: dns::Guards::default(),
             };

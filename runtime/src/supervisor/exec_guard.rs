@@ -1,0 +1,197 @@
+//! Refuses the exec of a file a supervisor-level path rule denies, on
+//! both platforms.
+//!
+//! An `execve` cannot be emulated, and deciding on the path the call
+//! names, then letting the kernel read it again, would let another thread
+//! of the caller swap the path in between. So the decision is the
+//! kernel's own question instead: a fanotify group (fanotify(7),
+//! `FAN_CLASS_CONTENT`) with a `FAN_OPEN_EXEC_PERM` mark on each mount of
+//! the container. The kernel holds every exec of a file on those mounts
+//! and hands this thread the file it opened for it; the file's path in
+//! the container is taken from that open file, checked against the
+//! container's own root, and decided by the path rules. A refused exec
+//! fails with EPERM (fanotify's answer; Landlock's is EACCES). The wait is
+//! killable, as the views' opens are.
+//!
+//! Only a policy with supervisor-level `deny` or `ask` path rules gets
+//! the group: at the kernel level, the mounts and Landlock refuse the
+//! exec themselves. If the supervisor dies, the kernel allows what was
+//! pending and the watchdog ends the container.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::Arc;
+
+use nix::sys::fanotify::{EventFFlags, Fanotify, FanotifyResponse, InitFlags, MarkFlags, MaskFlags, Response};
+
+use super::audit::Decision;
+use super::Supervisor;
+use crate::policy::model::PathAccess;
+
+/// The fanotify group of one container's execs.
+pub(crate) struct ExecGuard {
+    fan: Fanotify,
+}
+
+impl ExecGuard {
+    /// The group, made before the supervisor confines itself
+    /// (fanotify_init is not in its allow-list; fanotify_mark is, for
+    /// [`ExecGuard::mark`]). Errors: a kernel without
+    /// `CONFIG_FANOTIFY_ACCESS_PERMISSIONS`, or no CAP_SYS_ADMIN.
+    pub(crate) fn init() -> io::Result<Self> {
+        let fan = Fanotify::init(
+            InitFlags::FAN_CLASS_CONTENT | InitFlags::FAN_CLOEXEC | InitFlags::FAN_UNLIMITED_QUEUE,
+            EventFFlags::O_RDONLY | EventFFlags::O_LARGEFILE | EventFFlags::O_CLOEXEC,
+        )
+        .map_err(|e| io::Error::other(format!("fanotify_init: {e}")))?;
+        Ok(ExecGuard { fan })
+    }
+
+    /// The group's fd.
+    pub(crate) fn fanotify(&self) -> BorrowedFd<'_> {
+        self.fan.as_fd()
+    }
+
+    /// Marks every mount of the container whose init is host pid `pid`
+    /// (the mount points of its `/proc/PID/mountinfo`, reached through its
+    /// `/proc/PID/root`, so the container's own mounts are marked, not the
+    /// host's); the number marked. Called before the init's exec: the
+    /// container's mounts are all made by then, and it may make no more.
+    pub(crate) fn mark(&self, pid: i32) -> io::Result<usize> {
+        let info = std::fs::read_to_string(format!("/proc/{pid}/mountinfo"))?;
+        let root = std::fs::File::open(format!("/proc/{pid}/root"))?;
+        let mut marked = 0;
+        for point in info.lines().filter_map(|l| l.split(' ').nth(4)) {
+            let rel = unescape(point.trim_start_matches('/'));
+            let rel = if rel.is_empty() { ".".to_string() } else { rel };
+            // A mount point hidden by another mount is not reachable: its
+            // files are not either.
+            if self
+                .fan
+                .mark(
+                    MarkFlags::FAN_MARK_ADD | MarkFlags::FAN_MARK_MOUNT,
+                    MaskFlags::FAN_OPEN_EXEC_PERM,
+                    Some(root.as_raw_fd()),
+                    Some(rel.as_str()),
+                )
+                .is_ok()
+            {
+                marked += 1;
+            }
+        }
+        if marked == 0 {
+            return Err(io::Error::other("no mount of the container could be marked"));
+        }
+        Ok(marked)
+    }
+
+    /// Serves the group on a thread of its own: each exec of a file a
+    /// `deny` rule covers is refused and recorded, every other allowed.
+    pub(crate) fn serve(self, sup: Arc<Supervisor>) -> io::Result<()> {
+        let guard = Arc::new(self);
+        std::thread::Builder::new()
+            .name("exec-guard".into())
+            .stack_size(256 * 1024)
+            .spawn(move || loop {
+                let events = match guard.fan.read_events() {
+                    Ok(e) => e,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(e) => {
+                        sup.audit
+                            .record(0, "supervisor", &format!("exec guard: {e}"), Decision::Event, "error");
+                        return;
+                    }
+                };
+                for ev in events {
+                    let Some(fd) = ev.fd() else { continue };
+                    if !ev.mask().contains(MaskFlags::FAN_OPEN_EXEC_PERM) {
+                        continue;
+                    }
+                    let pid = ev.pid();
+                    let path = container_path(fd, pid);
+                    let access = path.as_deref().map(|p| sup.policy().paths.access(p));
+                    let allow = match access {
+                        // Asking about an exec is not served yet: the
+                        // kernel runs it, as without the guard (ptrace
+                        // refuses it at its exec stop).
+                        Some(PathAccess::Ask) => true,
+                        Some(PathAccess::Deny) => false,
+                        Some(_) => true,
+                        // A file whose path in the container cannot be
+                        // told: no rule can be said to allow it.
+                        None => !sup.policy().paths.refuses_some(),
+                    };
+                    if !allow {
+                        let shown = path.as_deref().unwrap_or("(a file whose path cannot be told)");
+                        let rule = path.as_deref().and_then(|p| sup.policy().explain_path(p));
+                        sup.audit
+                            .record_by(pid, "execve", shown, Decision::Deny, "EPERM", rule.as_deref());
+                    }
+                    answer(&guard.fan, fd, allow);
+                }
+            })
+            .map(drop)
+    }
+}
+
+/// Answers the exec held as `fd`.
+fn answer(fan: &Fanotify, fd: BorrowedFd<'_>, allow: bool) {
+    let r = if allow { Response::FAN_ALLOW } else { Response::FAN_DENY };
+    let _ = fan.write_response(FanotifyResponse::new(fd, r));
+}
+
+/// The path in the container of the file open as `fd`, which host pid
+/// `pid` is executing: the path the kernel gives the open file (from the
+/// root of the container's mount namespace), kept only when it leads to
+/// that same file from the process's own root.
+fn container_path(fd: BorrowedFd<'_>, pid: i32) -> Option<String> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    let path = link.to_str()?.to_string();
+    if !path.starts_with('/') {
+        return None;
+    }
+    let file = nix::sys::stat::fstat(fd.as_raw_fd()).ok()?;
+    let root = std::fs::File::open(format!("/proc/{pid}/root")).ok()?;
+    let c = std::ffi::CString::new(path.as_bytes()).ok()?;
+    let there = crate::sys::openat2(
+        root.as_fd(),
+        &c,
+        (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
+        0,
+        libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
+    )
+    .ok()?;
+    let st = nix::sys::stat::fstat(there.as_raw_fd()).ok()?;
+    (st.st_dev == file.st_dev && st.st_ino == file.st_ino).then_some(path)
+}
+
+/// A mountinfo field with its octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            let n = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(n);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape("work/my\\040dir"), "work/my dir");
+        assert_eq!(unescape("a\\134b"), "a\\b");
+        assert_eq!(unescape("plain"), "plain");
+        assert_eq!(unescape("end\\04"), "end\\04", "a cut escape stays");
+    }
+}
