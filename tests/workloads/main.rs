@@ -781,6 +781,31 @@ fn a_policy_learned_from_pip_runs_it_and_refuses_the_rest() {
     );
 }
 
+/// `cordon learn --verify` of `env`'s bundle (written first) into a file
+/// named after `name`, which must pass; the job's output (both runs) and
+/// the learned policy's text.
+fn learn_and_verify(net: &Net, env: &Env, name: &str) -> (String, String) {
+    env.write();
+    let out = net.dir.path().join(format!("learned-{name}.toml"));
+    let learned = env.cordon(&[
+        "learn",
+        "-b",
+        &env.bundle.path().to_string_lossy(),
+        &unique("learn-job"),
+        "-o",
+        &out.to_string_lossy(),
+        "--verify",
+    ]);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        learned.status.success() && stderr(&learned).contains("as while learning; nothing denied"),
+        "{name}: {}\n{}\n{text}",
+        stdout(&learned),
+        stderr(&learned)
+    );
+    (stdout(&learned), text)
+}
+
 /// A program the job runs from outside the system directories is never
 /// opened by the job (the kernel opens it at exec), and the container's
 /// own program is run by cordon's executor: the learning run records
@@ -805,24 +830,7 @@ fn a_learned_policy_grants_the_programs_the_job_ran() {
             "destination": "/opt/tools", "type": "bind",
             "source": tools.path(), "options": ["rbind", "ro"]
         }));
-        env.write();
-        let out = net.dir.path().join(format!("learned-{name}.toml"));
-        let learned = env.cordon(&[
-            "learn",
-            "-b",
-            &env.bundle.path().to_string_lossy(),
-            &unique("learn-exec"),
-            "-o",
-            &out.to_string_lossy(),
-            "--verify",
-        ]);
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
-        assert!(
-            learned.status.success() && stderr(&learned).contains("as while learning; nothing denied"),
-            "{name}: {}\n{}\n{text}",
-            stdout(&learned),
-            stderr(&learned)
-        );
+        let (_, text) = learn_and_verify(&net, &env, name);
         assert!(
             text.contains("pattern = \"/opt/tools/**\"\naccess = \"read-only\""),
             "{name}: {text}"
@@ -845,26 +853,8 @@ fn the_suites_jobs_learn_and_verify() {
     ] {
         let name = job.name;
         let env = job.env(&net);
-        env.write();
-        let out = net.dir.path().join(format!("learned-{name}.toml"));
-        let learned = env.cordon(&[
-            "learn",
-            "-b",
-            &env.bundle.path().to_string_lossy(),
-            &unique("learn-job"),
-            "-o",
-            &out.to_string_lossy(),
-            "--verify",
-        ]);
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
-        assert!(
-            learned.status.success() && stderr(&learned).contains("as while learning; nothing denied"),
-            "{name}: {}\n{}\n{text}",
-            stdout(&learned),
-            stderr(&learned)
-        );
+        let (o, text) = learn_and_verify(&net, &env, name);
         // The job's output twice (learning, then verifying), the same.
-        let o = stdout(&learned);
         let (first, second) = o.split_at(o.len() / 2);
         assert_eq!(first, second, "{name}: the verifying run printed otherwise");
         assert!(
