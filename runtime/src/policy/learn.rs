@@ -140,7 +140,22 @@ pub const NEVER_REFUSED: &[&str] = &[
     "tgkill",
     "waitid",
     "restart_syscall",
+    "sched_getaffinity",
+    "sched_yield",
 ];
+
+/// Directories a learned policy grants read-only whole when the container
+/// has them, though a run may never read them: what glibc reads on its
+/// own, only when it needs to, so whether one run does depends on timing.
+/// malloc counts the CPUs (`/sys/devices/system/cpu/online`, then
+/// `sched_getaffinity`, both above in [`NEVER_REFUSED`]) the first time two
+/// threads contend for an arena, and reads `/proc/sys/vm/overcommit_memory`
+/// the first time it trims a thread's heap; a thread spinning on a lock
+/// yields (`sched_yield`) only when it found it held. A run without
+/// contention never does any of these, the next one may: refused, its
+/// fall-backs would still run the job, but with denials.
+/// Each is granted when the mount it is below (`/sys`, `/proc`) is there.
+pub const LAZY_READS: &[&str] = &["/sys/devices/system/cpu", "/proc/sys/vm"];
 
 /// Makes `src` (a policy that lets through what no rule names) an
 /// observing one: a call no rule decides is recorded (`audit`), but one
@@ -383,6 +398,21 @@ pub fn grants(obs: &Observed, collapse: usize, is_dir: impl Fn(&str) -> bool) ->
             },
         );
     }
+    // Below a mount (/sys, /proc) nothing is known at create: the mount
+    // point stands for them.
+    let top = |d: &str| d.split('/').take(2).collect::<Vec<_>>().join("/");
+    for d in LAZY_READS.iter().filter(|d| is_dir(&top(d))) {
+        by_dir.insert(
+            d.to_string(),
+            Grant {
+                dir: d.to_string(),
+                write: false,
+                uses: 0,
+                files: 0,
+                first: String::new(),
+            },
+        );
+    }
     for (path, (reads, writes)) in &obs.files {
         let Some(dir) = grant_dir(path, collapse, &is_dir) else {
             if !SYSTEM_DIRS.iter().any(|s| path.starts_with(&format!("{s}/"))) {
@@ -564,7 +594,9 @@ pub fn policy_text(
     }
     for g in grants {
         let access = if g.write { "allow" } else { "read-only" };
-        let note = if g.files == 0 {
+        let note = if g.files == 0 && LAZY_READS.contains(&g.dir.as_str()) {
+            "what libc reads when it needs to (the CPUs, overcommit), granted whole".to_string()
+        } else if g.files == 0 {
             "a system directory, granted whole".to_string()
         } else {
             format!(
@@ -659,6 +691,27 @@ mod tests {
         let (g, _) = grants(&observed(), 2, exists);
         let shown: Vec<(&str, bool)> = g.iter().map(|g| (g.dir.as_str(), g.write)).collect();
         assert_eq!(shown, [("/work/src", false), ("/work/venv", true), ("/usr", false)]);
+    }
+
+    /// What glibc reads only under contention is granted though the run
+    /// never read it, when the container mounts /sys and /proc.
+    #[test]
+    fn what_libc_reads_on_demand_is_granted_unseen() {
+        let o = Observed::default();
+        let (g, _) = grants(&o, 2, |d| ["/usr", "/sys", "/proc"].contains(&d));
+        let text = policy_text("learned", "default", (&g, &[]), &[], &[]);
+        let p = crate::policy::Policy::from_toml(&text, "learned").expect("the policy loads");
+        assert_eq!(
+            p.paths.access("/sys/devices/system/cpu/online"),
+            crate::policy::PathAccess::ReadOnly
+        );
+        assert_eq!(
+            p.paths.access("/proc/sys/vm/overcommit_memory"),
+            crate::policy::PathAccess::ReadOnly
+        );
+        assert_eq!(p.paths.access("/sys/kernel/notes"), crate::policy::PathAccess::Deny);
+        let (g, _) = grants(&o, 2, |d| d == "/usr");
+        assert_eq!(g.len(), 1, "no /sys, no /proc: no grant below them");
     }
 
     #[test]
