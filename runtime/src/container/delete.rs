@@ -277,15 +277,32 @@ fn run_poststop_hooks(c: &Container, hooks: &[oci_spec::runtime::Hook]) {
 /// exit is what the removal of the cgroups waits for, and a poll on its
 /// pidfd ends the moment it is gone, where libcgroups's retries would
 /// sleep 10, 10 and 20 ms.
+///
+/// The container is stopped by then, so the supervisor is exiting on its
+/// own: it records the answers it sent last, then leaves
+/// ([`SETTLE_MS`]). It is given that long before the SIGKILL, so that a
+/// decision the container saw the answer of is in the trail when `run`
+/// (which deletes) returns.
 fn stop_supervisor(pid: i32, start: Option<u64>, id: &str) {
     let Ok(pidfd) = crate::sys::pidfd_open(pid) else { return };
+    let wait = |ms: u16| {
+        let mut pfd = [nix::poll::PollFd::new(pidfd.as_fd(), nix::poll::PollFlags::POLLIN)];
+        nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(ms)).is_ok_and(|n| n > 0)
+    };
+    if wait(SETTLE_MS) {
+        return;
+    }
     let exiting = start.is_some() && crate::sys::process::start_time(pid).ok() == start;
     if !kill_supervisor(pid, id) && !exiting {
         return;
     }
-    let mut pfd = [nix::poll::PollFd::new(pidfd.as_fd(), nix::poll::PollFlags::POLLIN)];
-    let _ = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::from(10_000u16));
+    wait(10_000);
 }
+
+/// How long (ms) `delete` lets a stopped container's supervisor finish on
+/// its own before it kills it: its own wait for the answers in progress
+/// is at most 1 s.
+const SETTLE_MS: u16 = 1_000;
 
 /// Sends SIGKILL to supervisor `pid` of container `id` if the process is
 /// still that supervisor (its command line names `supervise` and the id);
