@@ -340,3 +340,90 @@ except OSError as e:
     let state = env.state(&id);
     assert_eq!(state["annotations"]["org.cordon.enforcement"], "supervisor", "{state}");
 }
+
+/// `access = "ask"` covers the exec of a file too: the exec guard holds
+/// it in the kernel until the program answers. Allow-and-remember runs
+/// the program and its next exec is not asked again; deny refuses the
+/// exec (EPERM: the shell's 126), and the trail records both answers.
+#[test]
+fn ask_path_rules_hold_the_exec_until_the_program_answers() {
+    let dir = TempDir::new("ask-exec");
+    let program = Program::new(
+        dir.path(),
+        &[r#"{"answer":"allow","remember":true}"#, r#"{"answer":"deny"}"#],
+    );
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[ask]\nsocket = {:?}\ntimeout_ms = 20000\n", program.socket),
+    )
+    .unwrap();
+    // busybox, whose applet is its name, in two directories.
+    let data = TempDir::new("ask-exec-data");
+    for sub in ["yes", "no"] {
+        std::fs::create_dir_all(data.path().join(sub)).unwrap();
+        std::fs::copy(
+            busybox_bundle().join("rootfs/bin/busybox"),
+            data.path().join(sub).join("echo"),
+        )
+        .unwrap();
+    }
+    let policy = dir.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "name = \"aske\"\nextends = \"default\"\n[[path]]\npattern = \"/data/**\"\naccess = \"ask\"\n",
+    )
+    .unwrap();
+    let script = "/data/yes/echo one; echo yes=$?; /data/no/echo two 2>/dev/null; echo no=$?; \
+                  /data/yes/echo three; echo again=$?";
+    let mut env = Env::busybox(&["sh", "-c", script]);
+    env.config_file = Some(config);
+    env.set_policy(&policy.to_string_lossy());
+    env.config["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/data", "type": "bind", "source": data.path(), "options": ["rbind", "ro"]
+    }));
+    let id = unique("askexec");
+    let out = env.run_keep(&id);
+    assert_eq!(ok(&out), "one\nyes=0\nno=126\nthree\nagain=0\n", "{}", stderr(&out));
+    let asked: Vec<String> = program
+        .asked()
+        .iter()
+        .map(|q| {
+            format!(
+                "{} {}",
+                q["syscall"].as_str().unwrap_or("?"),
+                q["path"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        ["execve /data/yes/echo", "execve /data/no/echo"],
+        "{:?}",
+        program.asked()
+    );
+    assert_eq!(program.asked()[0]["rule"], "path[0] \"/data/**\" ask");
+    let trail = env.audit(&id);
+    let execs: Vec<String> = trail
+        .iter()
+        .filter(|r| r["syscall"] == "execve" && r["detail"].as_str().is_some_and(|d| d.starts_with("/data/")))
+        .map(|r| {
+            format!(
+                "{} {} {}",
+                r["detail"].as_str().unwrap(),
+                r["action"].as_str().unwrap(),
+                r["result"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        execs,
+        [
+            "/data/yes/echo allow asked: allow, remembered: exec",
+            "/data/no/echo deny asked: deny: EPERM",
+            "/data/yes/echo allow remembered: exec"
+        ],
+        "{trail:?}"
+    );
+    let _ = env.cordon(&["delete", "--force", &id]);
+}

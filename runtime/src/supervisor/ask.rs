@@ -102,6 +102,30 @@ impl Question {
     }
 }
 
+/// The question about container path `path` for `syscall` by host pid
+/// `pid`, under the path rule of `sup`'s policy that decides it; its
+/// `command` is left empty (filled only when it is asked:
+/// [`command_of`]).
+pub(crate) fn path_question(sup: &super::Supervisor, pid: i32, syscall: &str, path: &str) -> Question {
+    let policy = sup.policy();
+    let rule = policy.paths.deciding_rule(path);
+    Question {
+        container: sup.id.clone(),
+        pid,
+        command: String::new(),
+        syscall: syscall.to_string(),
+        host: None,
+        address: None,
+        port: None,
+        path: Some(path.to_string()),
+        rule: policy.explain_path(path).unwrap_or_default(),
+        rule_key: rule
+            .and_then(|i| policy.source.paths.get(i))
+            .and_then(|r| serde_json::to_string(r).ok())
+            .unwrap_or_default(),
+    }
+}
+
 /// The program's answer line.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -20,10 +20,14 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use nix::sys::fanotify::{EventFFlags, Fanotify, FanotifyResponse, InitFlags, MarkFlags, MaskFlags, Response};
+use nix::sys::fanotify::{
+    EventFFlags, Fanotify, FanotifyEvent, FanotifyResponse, InitFlags, MarkFlags, MaskFlags, Response,
+};
 
+use super::ask;
 use super::audit::Decision;
 use super::Supervisor;
 use crate::policy::model::PathAccess;
@@ -31,6 +35,8 @@ use crate::policy::model::PathAccess;
 /// The fanotify group of one container's execs.
 pub(crate) struct ExecGuard {
     fan: Fanotify,
+    /// Execs waiting for the decision program now.
+    asking: AtomicUsize,
 }
 
 impl ExecGuard {
@@ -44,7 +50,10 @@ impl ExecGuard {
             EventFFlags::O_RDONLY | EventFFlags::O_LARGEFILE | EventFFlags::O_CLOEXEC,
         )
         .map_err(|e| io::Error::other(format!("fanotify_init: {e}")))?;
-        Ok(ExecGuard { fan })
+        Ok(ExecGuard {
+            fan,
+            asking: AtomicUsize::new(0),
+        })
     }
 
     /// The group's fd.
@@ -103,35 +112,97 @@ impl ExecGuard {
                     }
                 };
                 for ev in events {
-                    let Some(fd) = ev.fd() else { continue };
-                    if !ev.mask().contains(MaskFlags::FAN_OPEN_EXEC_PERM) {
+                    if ev.fd().is_none() || !ev.mask().contains(MaskFlags::FAN_OPEN_EXEC_PERM) {
                         continue;
                     }
-                    let pid = ev.pid();
-                    let path = container_path(fd, pid);
-                    let access = path.as_deref().map(|p| sup.policy().paths.access(p));
-                    let allow = match access {
-                        // Asking about an exec is not served yet: the
-                        // kernel runs it, as without the guard (ptrace
-                        // refuses it at its exec stop).
-                        Some(PathAccess::Ask) => true,
-                        Some(PathAccess::Deny) => false,
-                        Some(_) => true,
-                        // A file whose path in the container cannot be
-                        // told: no rule can be said to allow it.
-                        None => !sup.policy().paths.refuses_some(),
-                    };
-                    if !allow {
-                        let shown = path.as_deref().unwrap_or("(a file whose path cannot be told)");
-                        let rule = path.as_deref().and_then(|p| sup.policy().explain_path(p));
-                        sup.audit
-                            .record_by(pid, "execve", shown, Decision::Deny, "EPERM", rule.as_deref());
-                    }
-                    answer(&guard.fan, fd, allow);
+                    decide(&guard, &sup, ev);
                 }
             })
             .map(drop)
     }
+}
+
+/// Decides the exec held as `ev` (a `FAN_OPEN_EXEC_PERM` event with its
+/// fd): by the path rules, or for an `ask` rule by the decision program,
+/// whose answer is waited for on a thread of its own so that the
+/// container's other execs go on meanwhile.
+fn decide(guard: &Arc<ExecGuard>, sup: &Arc<Supervisor>, ev: FanotifyEvent) {
+    let Some(fd) = ev.fd() else { return };
+    let pid = ev.pid();
+    let path = container_path(fd, pid);
+    let policy = sup.policy();
+    let allow = match path.as_deref().map(|p| policy.paths.access(p)) {
+        Some(PathAccess::Ask) => {
+            let path = path.unwrap_or_default();
+            let q = ask::path_question(sup, pid, "execve", &path);
+            if let Some(a) = sup.asker.remembered(&q) {
+                let allow = a == ask::Answer::Allow;
+                record(sup, pid, &path, allow, "remembered", &q.rule);
+                answer(&guard.fan, fd, allow);
+                return;
+            }
+            // One thread per question, at most MAX_BLOCKING at once (each
+            // holds one of the container's processes in its exec).
+            if guard.asking.fetch_add(1, Ordering::SeqCst) >= super::MAX_BLOCKING {
+                guard.asking.fetch_sub(1, Ordering::SeqCst);
+                record(sup, pid, &path, false, "too many questions at once", &q.rule);
+                answer(&guard.fan, fd, false);
+                return;
+            }
+            let held = Arc::new(std::sync::Mutex::new(Some(ev)));
+            let (g, s, h) = (Arc::clone(guard), Arc::clone(sup), Arc::clone(&held));
+            let asked = std::thread::Builder::new()
+                .name("exec-ask".into())
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let mut q = q;
+                    q.command = ask::command_of(pid);
+                    let (a, how) = s.asker.ask(&q);
+                    let allow = a == ask::Answer::Allow;
+                    record(&s, pid, &path, allow, &how, &q.rule);
+                    if let Some(ev) = h.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        if let Some(fd) = ev.fd() {
+                            answer(&g.fan, fd, allow);
+                        }
+                    }
+                    g.asking.fetch_sub(1, Ordering::SeqCst);
+                });
+            if asked.is_err() {
+                // No thread to wait on: the exec is refused, as a
+                // question without an answer is.
+                guard.asking.fetch_sub(1, Ordering::SeqCst);
+                if let Some(ev) = held.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    if let Some(fd) = ev.fd() {
+                        answer(&guard.fan, fd, false);
+                    }
+                }
+            }
+            return;
+        }
+        Some(PathAccess::Deny) => false,
+        Some(_) => true,
+        // A file whose path in the container cannot be told: no rule can
+        // be said to allow it.
+        None => !policy.paths.refuses_some(),
+    };
+    if !allow {
+        let shown = path.as_deref().unwrap_or("(a file whose path cannot be told)");
+        let rule = path.as_deref().and_then(|p| policy.explain_path(p));
+        sup.audit
+            .record_by(pid, "execve", shown, Decision::Deny, "EPERM", rule.as_deref());
+    }
+    answer(&guard.fan, fd, allow);
+}
+
+/// The trail's record of an asked exec: allowed, or refused with EPERM
+/// (fanotify's only refusal), and how the answer came.
+fn record(sup: &Supervisor, pid: i32, path: &str, allow: bool, how: &str, rule: &str) {
+    let (action, result) = if allow {
+        (Decision::Allow, format!("{how}: exec"))
+    } else {
+        (Decision::Deny, format!("{how}: EPERM"))
+    };
+    sup.audit.record_by(pid, "execve", path, action, &result, Some(rule));
 }
 
 /// Answers the exec held as `fd`.

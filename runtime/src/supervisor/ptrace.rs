@@ -292,6 +292,9 @@ impl Loop {
 
     /// PTRACE_EVENT_EXEC: the program now mapped must be allowed by the
     /// path rules, else the process dies before its first instruction.
+    /// An `ask` rule's exec was asked about by the exec guard, which held
+    /// it before it got here (allowed, or it would not have); without the
+    /// guard nothing asked, and it dies as a denied one does.
     fn exec(&mut self, pid: i32) {
         // A thread other than the leader that execs takes the leader's tid;
         // its own tid ends without an exit report.
@@ -305,10 +308,12 @@ impl Loop {
         let denied = path
             .as_deref()
             .map(|p| {
-                matches!(
-                    self.sup.policy().paths.access(p),
-                    crate::policy::PathAccess::Deny | crate::policy::PathAccess::Ask
-                )
+                let guarded = self.sup.execs_guarded.load(std::sync::atomic::Ordering::SeqCst);
+                match self.sup.policy().paths.access(p) {
+                    crate::policy::PathAccess::Deny => true,
+                    crate::policy::PathAccess::Ask => !guarded,
+                    _ => false,
+                }
             })
             .unwrap_or(false);
         if denied {

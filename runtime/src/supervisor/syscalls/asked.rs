@@ -83,24 +83,7 @@ pub(crate) fn asking<T>(t: &dyn Task, syscall: &str, mut run: impl FnMut() -> Re
 
 /// The question about `path` for `syscall`, under the rule that decides it.
 fn question(t: &dyn Task, syscall: &str, path: &str) -> Question {
-    let sup = t.sup();
-    let policy = sup.policy();
-    let rule = policy.paths.deciding_rule(path);
-    Question {
-        container: sup.id.clone(),
-        pid: t.pid(),
-        command: String::new(),
-        syscall: syscall.to_string(),
-        host: None,
-        address: None,
-        port: None,
-        path: Some(path.to_string()),
-        rule: policy.explain_path(path).unwrap_or_default(),
-        rule_key: rule
-            .and_then(|i| policy.source.paths.get(i))
-            .and_then(|r| serde_json::to_string(r).ok())
-            .unwrap_or_default(),
-    }
+    ask::path_question(t.sup(), t.pid(), syscall, path)
 }
 
 /// Asks the program about `path` now (this thread waits); the trail
