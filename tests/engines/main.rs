@@ -48,6 +48,7 @@ use cordon_tests::{busybox_bundle, cgroup_leaked, cordon_bin, run_captured, uniq
 use serde_json::{json, Value};
 
 mod cri;
+mod workloads;
 use cri::cri_config;
 
 /// The containerd namespace every test uses.
@@ -1506,8 +1507,15 @@ fn require_tools(engine: &str, package: &str, tools: &[&str]) {
 
 /// A tar of bundles/busybox/rootfs in `dir`, for `docker import` / `podman import`.
 fn rootfs_tar(dir: &Path) -> PathBuf {
-    let rootfs = busybox_bundle().join("rootfs");
-    let t = dir.join("rootfs.tar");
+    bundle_tar(dir, &busybox_bundle())
+}
+
+/// A tar of `bundle`'s rootfs in `dir` (named after the bundle), for
+/// `docker import` / `podman import`.
+fn bundle_tar(dir: &Path, bundle: &Path) -> PathBuf {
+    let rootfs = bundle.join("rootfs");
+    let name = bundle.file_name().unwrap_or_default().to_string_lossy();
+    let t = dir.join(format!("rootfs-{name}.tar"));
     tar(&[
         "--numeric-owner",
         "-C",

@@ -1,0 +1,161 @@
+//! The workloads suite's lookup and stdio jobs (tests/workloads) through
+//! the engines: `ctr run` with cordon's shim, `docker run --runtime
+//! cordon`, `podman --runtime cordon run`, each under cordon's default
+//! policy, the python image.
+//!
+//! The engines here run containers without a network of their own (no
+//! CNI, no bridge), so the job brings its own name server, as Docker's
+//! embedded resolver is: on the loopback (127.0.0.11:53, A and AAAA of
+//! `files.test`), named in /etc/resolv.conf. Its lookups are glibc's
+//! `getaddrinfo` with AF_UNSPEC (both queries at once, by `sendmmsg`),
+//! AF_INET and AF_INET6, as urllib, pip and git make them.
+
+use super::*;
+
+/// The job: the name server, three lookups, 64 KiB to stdout, a line to
+/// stderr, and with the argument `stdin` the length of stdin (the
+/// engine's /dev/null: empty; ctr's fifo is never closed, so not there).
+const JOB: &str = r#"
+import socket, struct, sys, threading
+def serve(srv):
+    while True:
+        q, a = srv.recvfrom(512)
+        i = 12
+        while q[i]:
+            i += 1 + q[i]
+        qtype = struct.unpack(">H", q[i + 1:i + 3])[0]
+        end = i + 5
+        rdata = {1: socket.inet_pton(socket.AF_INET, "192.0.2.10"),
+                 28: socket.inet_pton(socket.AF_INET6, "2001:db8::10")}.get(qtype)
+        head = q[:2] + b"\x81\x80" + q[4:6] + struct.pack(">HHH", 1 if rdata else 0, 0, 0)
+        ans = b"\xc0\x0c" + struct.pack(">HHIH", qtype, 1, 60, len(rdata)) + rdata if rdata else b""
+        srv.sendto(head + q[12:end] + ans, a)
+srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+srv.bind(("127.0.0.11", 53))
+threading.Thread(target=serve, args=(srv,), daemon=True).start()
+with open("/etc/resolv.conf", "w") as f:
+    f.write("nameserver 127.0.0.11\n")
+
+for fam in (socket.AF_UNSPEC, socket.AF_INET, socket.AF_INET6):
+    print(sorted({a[4][0] for a in socket.getaddrinfo("files.test", 443, fam, socket.SOCK_STREAM)}))
+sys.stdout.write("x" * 65536 + "\n")
+sys.stdout.flush()
+sys.stderr.write("to stderr\n")
+if sys.argv[1:] == ["stdin"]:
+    print("stdin", len(sys.stdin.read()))
+"#;
+
+/// What the job prints, as under runc (`stdin`: it was asked to read it).
+fn expected(stdin: bool) -> String {
+    format!(
+        "['192.0.2.10', '2001:db8::10']\n['192.0.2.10']\n['2001:db8::10']\n{}\n{}",
+        "x".repeat(65536),
+        if stdin { "stdin 0\n" } else { "" }
+    )
+}
+
+/// Asserts `r` is the job's run: exit 0, its stdout, its stderr line.
+fn assert_job(engine: &str, r: &Ran, stdin: bool, diag: impl Fn() -> String) {
+    assert!(
+        r.success() && r.stdout == expected(stdin) && r.stderr.contains("to stderr"),
+        "{engine}: the job's run differs from runc's\n{}\n{}",
+        // The 64 KiB line shortened.
+        r.to_string().replace(&"x".repeat(65536), "x*65536"),
+        diag()
+    );
+}
+
+/// A network namespace of the test's (`ip netns add`), its loopback up,
+/// as a CNI plugin leaves one; deleted on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new() -> Self {
+        let name = unique("wl-ns");
+        for args in [
+            vec!["netns", "add", name.as_str()],
+            vec!["-n", name.as_str(), "link", "set", "lo", "up"],
+        ] {
+            let r = run_timeout(Command::new("ip").args(&args), CMD_TIMEOUT);
+            assert!(r.success(), "{r}");
+        }
+        Netns(name)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run_timeout(Command::new("ip").args(["netns", "del", &self.0]), CMD_TIMEOUT);
+    }
+}
+
+/// `ctr run` through `io.containerd.cordon.v2`, in a network namespace
+/// of the test's (ctr brings no CNI; a new namespace's loopback is down).
+#[test]
+fn ctr_runs_the_lookup_and_stdio_jobs() {
+    let _g = serial();
+    let c = Containerd::start();
+    require_shim(&c);
+    c.import_image(NS, "cordon-python");
+    let id = unique("wl-ctr");
+    let ns = Netns::new();
+    let with_ns = format!("network:/run/netns/{}", ns.0);
+    let mut args: Vec<String> = vec!["run".into(), "--rm".into(), "--with-ns".into(), with_ns];
+    args.extend(c.shim_flags());
+    args.push("docker.io/library/cordon-python:latest".into());
+    args.push(id.clone());
+    args.extend(["python3", "-c", JOB].iter().map(|s| s.to_string()));
+    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_job("ctr", &r, false, || c.diagnostics());
+    c.assert_gone(&id);
+}
+
+/// `docker run --runtime cordon --network none` (Docker's own set-up:
+/// resolv.conf bind-mounted, the loopback up).
+#[test]
+fn docker_runs_the_lookup_and_stdio_jobs() {
+    let _g = serial();
+    let d = Dockerd::start(DockerRuntime::AddRuntime);
+    let t = bundle_tar(d.dir(), &cordon_tests::python_bundle());
+    let cmd = r#"CMD ["python3"]"#;
+    let imp = d.docker(&["import", "-c", cmd, &t.to_string_lossy(), "cordon-python"]);
+    assert!(imp.success(), "docker import failed\n{imp}\n{}", d.diagnostics());
+    let cid = d.dir().join(unique("cid"));
+    let cid_s = cid.to_string_lossy().into_owned();
+    let r = d.docker(&[
+        "run",
+        "--rm",
+        "--runtime",
+        "cordon",
+        "--network",
+        "none",
+        "--cidfile",
+        &cid_s,
+        "cordon-python",
+        "python3",
+        "-c",
+        JOB,
+        "stdin",
+    ]);
+    assert_job("docker", &r, true, || d.diagnostics());
+    d.assert_gone(&read_id(&cid).expect("docker wrote no --cidfile"));
+}
+
+/// `podman --runtime cordon run --network none`.
+#[test]
+fn podman_runs_the_lookup_and_stdio_jobs() {
+    let _g = serial();
+    let p = Podman::new(PodmanConf::Empty);
+    let t = bundle_tar(p.dir(), &cordon_tests::python_bundle());
+    let imp = p.podman(&["import", &t.to_string_lossy(), "cordon-python"]);
+    assert!(imp.success(), "podman import failed\n{imp}");
+    let cid = p.dir().join(unique("cid"));
+    let cid_s = cid.to_string_lossy().into_owned();
+    let rt = p.cordon.to_string_lossy().into_owned();
+    let mut args = vec!["--runtime", rt.as_str(), "run", "--rm", "--cidfile", &cid_s];
+    args.extend_from_slice(&PODMAN_RUN_FLAGS);
+    args.extend_from_slice(&["cordon-python", "python3", "-c", JOB, "stdin"]);
+    let r = p.podman(&args);
+    assert_job("podman", &r, true, String::new);
+    p.assert_gone(&read_id(&cid).expect("podman wrote no --cidfile"));
+}
