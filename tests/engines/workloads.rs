@@ -54,11 +54,12 @@ fn expected(stdin: bool) -> String {
     )
 }
 
-/// Asserts `r` is the job's run: exit 0, its stdout, its stderr line.
+/// Asserts `r` is the job's run as runc gives it (each test checks runc's
+/// own run with it too): exit 0, its stdout, its stderr line.
 fn assert_job(engine: &str, r: &Ran, stdin: bool, diag: impl Fn() -> String) {
     assert!(
         r.success() && r.stdout == expected(stdin) && r.stderr.contains("to stderr"),
-        "{engine}: the job's run differs from runc's\n{}\n{}",
+        "{engine}: the job's run is not runc's\n{}\n{}",
         // The 64 KiB line shortened.
         r.to_string().replace(&"x".repeat(65536), "x*65536"),
         diag()
@@ -89,7 +90,7 @@ impl Drop for Netns {
     }
 }
 
-/// `ctr run` through `io.containerd.cordon.v2`, in a network namespace
+/// `ctr run` through runc's shim, then `io.containerd.cordon.v2`, in a network namespace
 /// of the test's (ctr brings no CNI; a new namespace's loopback is down).
 #[test]
 fn ctr_runs_the_lookup_and_stdio_jobs() {
@@ -97,20 +98,28 @@ fn ctr_runs_the_lookup_and_stdio_jobs() {
     let c = Containerd::start();
     require_shim(&c);
     c.import_image(NS, "cordon-python");
-    let id = unique("wl-ctr");
     let ns = Netns::new();
     let with_ns = format!("network:/run/netns/{}", ns.0);
-    let mut args: Vec<String> = vec!["run".into(), "--rm".into(), "--with-ns".into(), with_ns];
-    args.extend(c.shim_flags());
-    args.push("docker.io/library/cordon-python:latest".into());
-    args.push(id.clone());
-    args.extend(["python3", "-c", JOB].iter().map(|s| s.to_string()));
-    let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_job("ctr", &r, false, || c.diagnostics());
-    c.assert_gone(&id);
+    // runc (containerd's default runtime), then cordon's shim.
+    for flags in [vec![], c.shim_flags()] {
+        let id = unique("wl-ctr");
+        let mut args: Vec<String> = vec!["run".into(), "--rm".into(), "--with-ns".into(), with_ns.clone()];
+        let engine = if flags.is_empty() {
+            "ctr (runc)"
+        } else {
+            "ctr (cordon's shim)"
+        };
+        args.extend(flags);
+        args.push("docker.io/library/cordon-python:latest".into());
+        args.push(id.clone());
+        args.extend(["python3", "-c", JOB].iter().map(|s| s.to_string()));
+        let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_job(engine, &r, false, || c.diagnostics());
+        c.assert_gone(&id);
+    }
 }
 
-/// `docker run --runtime cordon --network none` (Docker's own set-up:
+/// `docker run --runtime runc|cordon --network none` (Docker's own set-up:
 /// resolv.conf bind-mounted, the loopback up).
 #[test]
 fn docker_runs_the_lookup_and_stdio_jobs() {
@@ -120,28 +129,32 @@ fn docker_runs_the_lookup_and_stdio_jobs() {
     let cmd = r#"CMD ["python3"]"#;
     let imp = d.docker(&["import", "-c", cmd, &t.to_string_lossy(), "cordon-python"]);
     assert!(imp.success(), "docker import failed\n{imp}\n{}", d.diagnostics());
-    let cid = d.dir().join(unique("cid"));
-    let cid_s = cid.to_string_lossy().into_owned();
-    let r = d.docker(&[
-        "run",
-        "--rm",
-        "--runtime",
-        "cordon",
-        "--network",
-        "none",
-        "--cidfile",
-        &cid_s,
-        "cordon-python",
-        "python3",
-        "-c",
-        JOB,
-        "stdin",
-    ]);
-    assert_job("docker", &r, true, || d.diagnostics());
-    d.assert_gone(&read_id(&cid).expect("docker wrote no --cidfile"));
+    for runtime in ["runc", "cordon"] {
+        let cid = d.dir().join(unique("cid"));
+        let cid_s = cid.to_string_lossy().into_owned();
+        let r = d.docker(&[
+            "run",
+            "--rm",
+            "--runtime",
+            runtime,
+            "--network",
+            "none",
+            "--cidfile",
+            &cid_s,
+            "cordon-python",
+            "python3",
+            "-c",
+            JOB,
+            "stdin",
+        ]);
+        assert_job(&format!("docker ({runtime})"), &r, true, || d.diagnostics());
+        if runtime == "cordon" {
+            d.assert_gone(&read_id(&cid).expect("docker wrote no --cidfile"));
+        }
+    }
 }
 
-/// `podman --runtime cordon run --network none`.
+/// `podman --runtime runc|cordon run --network none`.
 #[test]
 fn podman_runs_the_lookup_and_stdio_jobs() {
     let _g = serial();
@@ -149,13 +162,17 @@ fn podman_runs_the_lookup_and_stdio_jobs() {
     let t = bundle_tar(p.dir(), &cordon_tests::python_bundle());
     let imp = p.podman(&["import", &t.to_string_lossy(), "cordon-python"]);
     assert!(imp.success(), "podman import failed\n{imp}");
-    let cid = p.dir().join(unique("cid"));
-    let cid_s = cid.to_string_lossy().into_owned();
-    let rt = p.cordon.to_string_lossy().into_owned();
-    let mut args = vec!["--runtime", rt.as_str(), "run", "--rm", "--cidfile", &cid_s];
-    args.extend_from_slice(&PODMAN_RUN_FLAGS);
-    args.extend_from_slice(&["cordon-python", "python3", "-c", JOB, "stdin"]);
-    let r = p.podman(&args);
-    assert_job("podman", &r, true, String::new);
-    p.assert_gone(&read_id(&cid).expect("podman wrote no --cidfile"));
+    let cordon = p.cordon.to_string_lossy().into_owned();
+    for runtime in ["runc", cordon.as_str()] {
+        let cid = p.dir().join(unique("cid"));
+        let cid_s = cid.to_string_lossy().into_owned();
+        let mut args = vec!["--runtime", runtime, "run", "--rm", "--cidfile", &cid_s];
+        args.extend_from_slice(&PODMAN_RUN_FLAGS);
+        args.extend_from_slice(&["cordon-python", "python3", "-c", JOB, "stdin"]);
+        let r = p.podman(&args);
+        assert_job(&format!("podman ({runtime})"), &r, true, String::new);
+        if runtime != "runc" {
+            p.assert_gone(&read_id(&cid).expect("podman wrote no --cidfile"));
+        }
+    }
 }
