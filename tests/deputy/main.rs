@@ -818,3 +818,73 @@ fn creating_opens_and_lsetxattr_honour_a_trailing_slash() {
     ];
     same_as_runc(&env, &got, &expected);
 }
+
+/// What a deny of a directory leaves visible of it at each level, as
+/// docs/POLICY.md's "What each level refuses" says: the kernel level's
+/// mount mask hides everything below; at the supervisor level and under
+/// Landlock stat and readlink answer unless the policy emulates them, and
+/// xattr reads, statfs and inotify watches answer always; listing is
+/// refused at both. `policy check` says so in a note.
+#[test]
+fn what_a_denied_directory_shows_at_each_level() {
+    let data = TempDir::new("meta-data");
+    std::fs::create_dir_all(data.path().join("secret")).unwrap();
+    std::fs::write(data.path().join("secret/f"), "abc").unwrap();
+    std::os::unix::fs::symlink("/data/secret/f", data.path().join("secret/link")).unwrap();
+    let pol = TempDir::new("meta-policy");
+    let deny = "[[path]]\npattern = \"/data/secret/**\"\naccess = \"deny\"\n";
+    let fs_group = "[[syscall]]\nnames = [\"stat\", \"lstat\", \"newfstatat\", \"statx\", \"readlink\", \"readlinkat\"]\naction = \"emulate\"\n";
+    // Landlock: an allow-list that grants neither /data nor below.
+    let landlock = "[[path]]\npattern = \"/usr/**\"\naccess = \"read-only\"\n[[path]]\npattern = \"/etc/**\"\naccess = \"read-only\"\n\
+                    [[path]]\npattern = \"/tmp/**\"\naccess = \"allow\"\n[[path]]\npattern = \"/**\"\naccess = \"deny\"\n";
+    let script = r#"
+import ctypes, errno, os
+def t(name, f):
+    try:
+        print(name, f())
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+t("readlink", lambda: os.readlink("/data/secret/link"))
+t("stat", lambda: os.stat("/data/secret/f").st_size)
+t("listxattr", lambda: os.listxattr("/data/secret/f"))
+t("statvfs", lambda: os.statvfs("/data/secret").f_bsize > 0)
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+r = libc.inotify_add_watch(fd, b"/data/secret", 0x100)
+print("inotify", "ok" if r >= 0 else errno.errorcode[ctypes.get_errno()])
+t("listdir", lambda: os.listdir("/data/secret"))
+"#;
+    let answered = "readlink /data/secret/f\nstat 3\nlistxattr []\nstatvfs True\ninotify ok\nlistdir EACCES\n";
+    let emulated = "readlink EACCES\nstat EACCES\nlistxattr []\nstatvfs True\ninotify ok\nlistdir EACCES\n";
+    let masked = "readlink ENOENT\nstat ENOENT\nlistxattr ENOENT\nstatvfs True\ninotify ok\nlistdir []\n";
+    for (name, rules, level, want) in [
+        ("supervisor", deny.to_string(), "supervisor", answered),
+        ("supervisor-fs", format!("{deny}{fs_group}"), "supervisor", emulated),
+        ("mounts", deny.to_string(), "kernel", masked),
+        ("landlock", landlock.to_string(), "kernel", answered),
+    ] {
+        let file = pol.path().join(format!("{name}.toml"));
+        std::fs::write(&file, format!("name = \"{name}\"\nextends = \"default\"\n{rules}")).unwrap();
+        let mut env = Env::python(&["python3", "-c", script]);
+        volume(&mut env, data.path(), "/data");
+        env.set_policy(&file.to_string_lossy());
+        env.annotate("org.cordon.enforcement", level);
+        let out = env.run(&unique("meta"));
+        assert_eq!(ok(&out), want, "{name}: {}", stderr(&out));
+    }
+    let check = run_captured(Command::new(cordon_bin()).args([
+        "policy",
+        "check",
+        &pol.path().join("supervisor.toml").to_string_lossy(),
+    ]));
+    assert!(check.status.success());
+    let note = stderr(&check);
+    assert!(
+        note.contains("cordon: note:") && note.contains("path[0] \"/data/secret/**\"") && note.contains("inotify"),
+        "{note}"
+    );
+    assert!(
+        !note.contains("/sys/firmware"),
+        "the floor's own rule is not named: {note}"
+    );
+}

@@ -51,6 +51,9 @@ pub fn policy(
             for w in p.shadowed_paths().into_iter().chain(p.net_order_warnings()) {
                 eprintln!("cordon: warning: policy {file}: {w}");
             }
+            if let Some(n) = metadata_note(&p) {
+                eprintln!("cordon: note: policy {file}: {n}");
+            }
             let intercepted = p
                 .rules
                 .values()
@@ -78,6 +81,44 @@ pub fn policy(
     Ok(0)
 }
 
+/// What the policy's `deny` rules on directories (`D/**`) leave visible
+/// of what they cover, for `policy check`: content is refused at every
+/// level, but metadata reads the filter leaves to the kernel still
+/// answer at the supervisor level and under Landlock (docs/POLICY.md,
+/// "What each level refuses"). `None` without such a rule.
+fn metadata_note(p: &Policy) -> Option<String> {
+    // The built-in floor's own (/sys/firmware) is left out: every policy
+    // extending `default` has it.
+    let floor: Vec<String> = cordon::policy::BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "default")
+        .and_then(|(_, src)| Policy::from_toml(src, "default").ok())
+        .map(|d| d.source.paths.into_iter().map(|r| r.pattern).collect())
+        .unwrap_or_default();
+    let denies: Vec<String> = p
+        .source
+        .paths
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.access == cordon::policy::model::PathAccess::Deny && r.pattern.ends_with("/**"))
+        .filter(|(_, r)| r.pattern != "/**" && !floor.contains(&r.pattern))
+        .map(|(i, r)| format!("path[{i}] {:?}", r.pattern))
+        .collect();
+    if denies.is_empty() {
+        return None;
+    }
+    let emulated = |name: &str| table::number(name).is_some_and(|nr| p.decide(nr, &[0; 6]).0 == Action::Emulate);
+    let hidden = if emulated("newfstatat") && emulated("readlink") {
+        "stat and readlink are refused (the policy emulates them); xattr reads, statfs and inotify watches still answer"
+    } else {
+        "stat, readlink (a symlink's target), xattr reads, statfs and inotify watches still answer (emulating the Fs group refuses stat and readlink)"
+    };
+    Some(format!(
+        "the deny rules on directories ({}) refuse content at every level; where the kernel level masks an existing directory with a mount nothing below shows, but at the supervisor level and under Landlock {hidden} (docs/POLICY.md, \"What each level refuses\")",
+        denies.join(", ")
+    ))
+}
+
 /// `policy show --explain`: the level of each path rule in `plan` (for a
 /// given bundle, or one that mounts proc at /proc and sysfs at /sys, as
 /// `cordon spec`'s and the engines' do, with nothing else known to
@@ -99,7 +140,7 @@ fn explain_text(p: &Policy, plan: &cordon::policy::levels::Plan) -> String {
         let _ = writeln!(out, "path[{}] {} {access}: {level} ({})", c.rule, c.pattern, c.why);
     }
     let files = if plan.landlock.is_some() {
-        "file syscalls stay in the kernel (Landlock and the mounts), except metadata changes and readlink, which the supervisor decides under the same rules"
+        "file syscalls stay in the kernel (Landlock and the mounts), except metadata changes (and readlink, when the policy emulates it), which the supervisor decides under the same rules"
     } else if plan.all_kernel {
         "file syscalls stay in the kernel: opens, metadata and tree changes are not sent to the supervisor"
     } else {
