@@ -1,4 +1,4 @@
-//! The workloads suite's lookup and stdio jobs (tests/workloads) through
+//! The workloads suite's lookup, stdio and pip jobs (tests/workloads) through
 //! the engines: `ctr run` with cordon's shim, `docker run --runtime
 //! cordon`, `podman --runtime cordon run`, each under cordon's default
 //! policy, the python image.
@@ -13,8 +13,10 @@
 use super::*;
 
 /// The job: the name server, three lookups, 64 KiB to stdout, a line to
-/// stderr, and with the argument `stdin` the length of stdin (the
-/// engine's /dev/null: empty; ctr's fifo is never closed, so not there).
+/// stderr; with the argument `stdin` the length of stdin (the engine's
+/// /dev/null: empty; ctr's fifo is never closed, so not there); with
+/// `pip` a `pip install` into a venv from a package index the job serves
+/// on the loopback by name (`index.test`), then an import of the package.
 const JOB: &str = r#"
 import socket, struct, sys, threading
 def serve(srv):
@@ -25,8 +27,12 @@ def serve(srv):
             i += 1 + q[i]
         qtype = struct.unpack(">H", q[i + 1:i + 3])[0]
         end = i + 5
-        rdata = {1: socket.inet_pton(socket.AF_INET, "192.0.2.10"),
-                 28: socket.inet_pton(socket.AF_INET6, "2001:db8::10")}.get(qtype)
+        name = q[12:i].lower()
+        if name == b"\x05index\x04test":
+            rdata = {1: socket.inet_pton(socket.AF_INET, "127.0.0.1")}.get(qtype)
+        else:
+            rdata = {1: socket.inet_pton(socket.AF_INET, "192.0.2.10"),
+                     28: socket.inet_pton(socket.AF_INET6, "2001:db8::10")}.get(qtype)
         head = q[:2] + b"\x81\x80" + q[4:6] + struct.pack(">HHH", 1 if rdata else 0, 0, 0)
         ans = b"\xc0\x0c" + struct.pack(">HHIH", qtype, 1, 60, len(rdata)) + rdata if rdata else b""
         srv.sendto(head + q[12:end] + ans, a)
@@ -41,14 +47,36 @@ for fam in (socket.AF_UNSPEC, socket.AF_INET, socket.AF_INET6):
 sys.stdout.write("x" * 65536 + "\n")
 sys.stdout.flush()
 sys.stderr.write("to stderr\n")
-if sys.argv[1:] == ["stdin"]:
+if "stdin" in sys.argv[1:]:
     print("stdin", len(sys.stdin.read()))
+if "pip" in sys.argv[1:]:
+    import functools, http.server, os, subprocess, zipfile
+    d = "/tmp/www/simple/hello-cordon/"
+    os.makedirs(d)
+    whl = "hello_cordon-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(d + whl, "w") as z:
+        z.writestr("hello_cordon/__init__.py", "VALUE = 'cordon'\n")
+        z.writestr("hello_cordon-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-cordon\nVersion: 1.0\n")
+        z.writestr("hello_cordon-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: cordon-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("hello_cordon-1.0.dist-info/RECORD", "")
+    open(d + "index.html", "w").write('<a href="%s">%s</a>\n' % (whl, whl))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/tmp/www")
+    handler.log_message = lambda *a: None
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 8000), handler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    run = lambda *a: subprocess.run(a, capture_output=True, text=True)
+    v = run(sys.executable, "-m", "venv", "/tmp/v")
+    p = run("/tmp/v/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-cache-dir",
+            "--index-url", "http://index.test:8000/simple", "--trusted-host", "index.test", "hello-cordon")
+    print("pip", v.returncode, p.returncode, p.stderr.strip()[-300:])
+    print(run("/tmp/v/bin/python", "-c", "import hello_cordon; print(hello_cordon.VALUE)").stdout.strip())
 "#;
 
-/// What the job prints, as under runc (`stdin`: it was asked to read it).
+/// What the job prints, as under runc (`stdin`: it was asked to read it;
+/// the pip install's lines follow).
 fn expected(stdin: bool) -> String {
     format!(
-        "['192.0.2.10', '2001:db8::10']\n['192.0.2.10']\n['2001:db8::10']\n{}\n{}",
+        "['192.0.2.10', '2001:db8::10']\n['192.0.2.10']\n['2001:db8::10']\n{}\n{}pip 0 0 \ncordon\n",
         "x".repeat(65536),
         if stdin { "stdin 0\n" } else { "" }
     )
@@ -112,7 +140,7 @@ fn ctr_runs_the_lookup_and_stdio_jobs() {
         args.extend(flags);
         args.push("docker.io/library/cordon-python:latest".into());
         args.push(id.clone());
-        args.extend(["python3", "-c", JOB].iter().map(|s| s.to_string()));
+        args.extend(["python3", "-c", JOB, "pip"].iter().map(|s| s.to_string()));
         let r = c.ctr(&args.iter().map(String::as_str).collect::<Vec<_>>());
         assert_job(engine, &r, false, || c.diagnostics());
         c.assert_gone(&id);
@@ -146,6 +174,7 @@ fn docker_runs_the_lookup_and_stdio_jobs() {
             "-c",
             JOB,
             "stdin",
+            "pip",
         ]);
         assert_job(&format!("docker ({runtime})"), &r, true, || d.diagnostics());
         if runtime == "cordon" {
@@ -168,7 +197,7 @@ fn podman_runs_the_lookup_and_stdio_jobs() {
         let cid_s = cid.to_string_lossy().into_owned();
         let mut args = vec!["--runtime", runtime, "run", "--rm", "--cidfile", &cid_s];
         args.extend_from_slice(&PODMAN_RUN_FLAGS);
-        args.extend_from_slice(&["cordon-python", "python3", "-c", JOB, "stdin"]);
+        args.extend_from_slice(&["cordon-python", "python3", "-c", JOB, "stdin", "pip"]);
         let r = p.podman(&args);
         assert_job(&format!("podman ({runtime})"), &r, true, String::new);
         if runtime != "runc" {
