@@ -238,6 +238,33 @@ fn run_pod(
     handler: &str,
     annotations: HashMap<String, String>,
 ) -> (String, String, String) {
+    let command = ["sh", "-c", "uname -r; echo pod-ok; exec sleep 1000"];
+    let app = App {
+        image: "docker.io/library/cordon-busybox:latest",
+        command: &command,
+        done: "pod-ok",
+    };
+    run_pod_with(c, cri, handler, annotations, &app)
+}
+
+/// A pod's one container: its image, its command, and the line its log
+/// has once it is done.
+struct App<'a> {
+    image: &'a str,
+    command: &'a [&'a str],
+    done: &'a str,
+}
+
+/// Runs a pod (the node's network) with `handler` and pod `annotations`
+/// whose container is `app`, until its log shows `app.done`: the ids of
+/// the pod and its container, and the container's CRI log.
+fn run_pod_with(
+    c: &Containerd,
+    cri: &mut Cri,
+    handler: &str,
+    annotations: HashMap<String, String>,
+    app: &App,
+) -> (String, String, String) {
     let logs = c.dir.as_ref().unwrap().path().join("pod-logs").join(unique("logs"));
     fs::create_dir_all(&logs).unwrap();
     let name = unique("pod");
@@ -282,14 +309,10 @@ fn run_pod(
                     attempt: 0,
                 }),
                 image: Some(ImageSpec {
-                    image: "docker.io/library/cordon-busybox:latest".into(),
+                    image: app.image.into(),
                     ..Default::default()
                 }),
-                command: vec![
-                    "sh".into(),
-                    "-c".into(),
-                    "uname -r; echo pod-ok; exec sleep 1000".into()
-                ],
+                command: app.command.iter().map(|a| a.to_string()).collect(),
                 log_path: "app.log".into(),
                 ..Default::default()
             }),
@@ -307,7 +330,7 @@ fn run_pod(
     let log = logs.join("app.log");
     let seen = poll(|| {
         let text = fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        if text.contains("pod-ok") {
+        if text.contains(app.done) {
             Ok(text)
         } else {
             Err(format!("log so far: {text:?}"))
@@ -570,4 +593,52 @@ fn cri_deploy_script_installs_and_cleans_up() {
         "cleanup should give back containerd's config as it was\n{r}"
     );
     assert!(!install_dir.exists(), "{} is left\n{r}", install_dir.display());
+}
+
+/// The engines' lookup and pip jobs ([`super::workloads::JOB`]) in a CRI
+/// pod on the node's network, under runc (the default handler) and then
+/// under `cordon`: the same log lines.
+#[test]
+fn cri_pod_runs_the_lookup_and_pip_jobs() {
+    let _g = serial();
+    let c = Containerd::start_with(true);
+    require_shim(&c);
+    c.import_image(K8S_NS, "cordon-pause");
+    c.import_image(K8S_NS, "cordon-python");
+    let mut cri = Cri::connect(&c.sock);
+    let command = ["python3", "-c", super::workloads::JOB, "pip", "quiet"];
+    let app = App {
+        image: "docker.io/library/cordon-python:latest",
+        command: &command,
+        done: "stdout F done",
+    };
+    let mut logs = Vec::new();
+    for handler in ["", HANDLER] {
+        let (pod, ctr, text) = run_pod_with(&c, &mut cri, handler, HashMap::new(), &app);
+        remove_pod(&mut cri, &pod, &ctr);
+        // "<time> stdout F <line>": the lines, without their times.
+        let lines: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.split_once(' ').map(|(_, rest)| rest.to_string()))
+            .collect();
+        logs.push(lines);
+    }
+    assert_eq!(
+        logs[0],
+        [
+            "stdout F ['192.0.2.10', '2001:db8::10']",
+            "stdout F ['192.0.2.10']",
+            "stdout F ['2001:db8::10']",
+            "stdout F pip 0 0 ",
+            "stdout F cordon",
+            "stdout F done"
+        ],
+        "runc's run"
+    );
+    assert_eq!(
+        logs[1],
+        logs[0],
+        "cordon's run differs from runc's\n{}",
+        c.diagnostics()
+    );
 }

@@ -16,8 +16,10 @@ use super::*;
 /// stderr; with the argument `stdin` the length of stdin (the engine's
 /// /dev/null: empty; ctr's fifo is never closed, so not there); with
 /// `pip` a `pip install` into a venv from a package index the job serves
-/// on the loopback by name (`index.test`), then an import of the package.
-const JOB: &str = r#"
+/// on the loopback by name (`index.test`), then an import of the package;
+/// with `quiet` (a CRI pod, whose log is the output) not the 64 KiB and
+/// the stderr line, but `done` last, then it waits to be stopped.
+pub(super) const JOB: &str = r#"
 import socket, struct, sys, threading
 def serve(srv):
     while True:
@@ -44,9 +46,10 @@ with open("/etc/resolv.conf", "w") as f:
 
 for fam in (socket.AF_UNSPEC, socket.AF_INET, socket.AF_INET6):
     print(sorted({a[4][0] for a in socket.getaddrinfo("files.test", 443, fam, socket.SOCK_STREAM)}))
-sys.stdout.write("x" * 65536 + "\n")
-sys.stdout.flush()
-sys.stderr.write("to stderr\n")
+if "quiet" not in sys.argv[1:]:
+    sys.stdout.write("x" * 65536 + "\n")
+    sys.stdout.flush()
+    sys.stderr.write("to stderr\n")
 if "stdin" in sys.argv[1:]:
     print("stdin", len(sys.stdin.read()))
 if "pip" in sys.argv[1:]:
@@ -60,8 +63,10 @@ if "pip" in sys.argv[1:]:
         z.writestr("hello_cordon-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: cordon-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr("hello_cordon-1.0.dist-info/RECORD", "")
     open(d + "index.html", "w").write('<a href="%s">%s</a>\n' % (whl, whl))
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/tmp/www")
-    handler.log_message = lambda *a: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+    handler = functools.partial(Quiet, directory="/tmp/www")
     web = http.server.ThreadingHTTPServer(("127.0.0.1", 8000), handler)
     threading.Thread(target=web.serve_forever, daemon=True).start()
     run = lambda *a: subprocess.run(a, capture_output=True, text=True)
@@ -70,6 +75,9 @@ if "pip" in sys.argv[1:]:
             "--index-url", "http://index.test:8000/simple", "--trusted-host", "index.test", "hello-cordon")
     print("pip", v.returncode, p.returncode, p.stderr.strip()[-300:])
     print(run("/tmp/v/bin/python", "-c", "import hello_cordon; print(hello_cordon.VALUE)").stdout.strip())
+if "quiet" in sys.argv[1:]:
+    print("done", flush=True)
+    threading.Event().wait()  # a pod's container runs on until stopped
 "#;
 
 /// What the job prints, as under runc (`stdin`: it was asked to read it;
