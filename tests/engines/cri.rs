@@ -595,11 +595,11 @@ fn cri_deploy_script_installs_and_cleans_up() {
     assert!(!install_dir.exists(), "{} is left\n{r}", install_dir.display());
 }
 
-/// The engines' lookup and pip jobs ([`super::workloads::JOB`]) in a CRI
+/// The engines' lookup, pip and git jobs ([`super::workloads::JOB`]) in a CRI
 /// pod on the node's network, under runc (the default handler) and then
 /// under `cordon`: the same log lines.
 #[test]
-fn cri_pod_runs_the_lookup_and_pip_jobs() {
+fn cri_pod_runs_the_lookup_pip_and_git_jobs() {
     let _g = serial();
     let c = Containerd::start_with(true);
     require_shim(&c);
@@ -631,6 +631,7 @@ fn cri_pod_runs_the_lookup_and_pip_jobs() {
             "stdout F ['2001:db8::10']",
             "stdout F pip 0 0 ",
             "stdout F cordon",
+            "stdout F git [0, 0, 0, 0] 0  True",
             "stdout F done"
         ],
         "runc's run"

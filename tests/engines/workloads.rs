@@ -16,7 +16,8 @@ use super::*;
 /// stderr; with the argument `stdin` the length of stdin (the engine's
 /// /dev/null: empty; ctr's fifo is never closed, so not there); with
 /// `pip` a `pip install` into a venv from a package index the job serves
-/// on the loopback by name (`index.test`), then an import of the package;
+/// on the loopback by name (`index.test`), then an import of the package,
+/// and a `git clone` over HTTP from the same server, its commit checked;
 /// with `quiet` (a CRI pod, whose log is the output) not the 64 KiB and
 /// the stderr line, but `done` last, then it waits to be stopped.
 pub(super) const JOB: &str = r#"
@@ -75,6 +76,13 @@ if "pip" in sys.argv[1:]:
             "--index-url", "http://index.test:8000/simple", "--trusted-host", "index.test", "hello-cordon")
     print("pip", v.returncode, p.returncode, p.stderr.strip()[-300:])
     print(run("/tmp/v/bin/python", "-c", "import hello_cordon; print(hello_cordon.VALUE)").stdout.strip())
+    # git: a repository served the "dumb" HTTP way by the same server.
+    git = lambda *a: run("git", "-c", "init.defaultBranch=main", "-c", "user.name=c", "-c", "user.email=c@example.com", *a)
+    made = [git("init", "-q", "/tmp/src"), git("-C", "/tmp/src", "commit", "-q", "--allow-empty", "-m", "first"),
+            git("clone", "-q", "--bare", "/tmp/src", "/tmp/www/repo.git"), git("-C", "/tmp/www/repo.git", "update-server-info")]
+    clone = git("clone", "-q", "http://index.test:8000/repo.git", "/tmp/clone")
+    same = git("-C", "/tmp/clone", "rev-parse", "HEAD").stdout == git("-C", "/tmp/src", "rev-parse", "HEAD").stdout
+    print("git", [m.returncode for m in made], clone.returncode, clone.stderr.strip()[-300:], same)
 if "quiet" in sys.argv[1:]:
     print("done", flush=True)
     threading.Event().wait()  # a pod's container runs on until stopped
@@ -84,7 +92,7 @@ if "quiet" in sys.argv[1:]:
 /// the pip install's lines follow).
 fn expected(stdin: bool) -> String {
     format!(
-        "['192.0.2.10', '2001:db8::10']\n['192.0.2.10']\n['2001:db8::10']\n{}\n{}pip 0 0 \ncordon\n",
+        "['192.0.2.10', '2001:db8::10']\n['192.0.2.10']\n['2001:db8::10']\n{}\n{}pip 0 0 \ncordon\ngit [0, 0, 0, 0] 0  True\n",
         "x".repeat(65536),
         if stdin { "stdin 0\n" } else { "" }
     )
