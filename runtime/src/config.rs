@@ -234,6 +234,8 @@ impl RuntimeConfig {
 /// max_total_mb = 256          # the oldest trails go first beyond this (checked
 ///                             # when an eighth of it was kept since, or after 10 s)
 /// max_age_days = 7
+/// kernel = false              # true: Landlock's own denials, from the kernel's
+///                             # audit (which must be on), in the trail too
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -250,6 +252,15 @@ pub struct Retention {
     /// Age after which a kept trail is removed, in days.
     #[serde(default = "default_audit_days")]
     pub max_age_days: u64,
+    /// Whether the denials Landlock makes (the kernel level) reach the
+    /// trail: each process of a container under Landlock asks the kernel
+    /// to log them (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`, ABI 7) and
+    /// the supervisor reads them from the kernel's audit
+    /// (`supervisor/kernel_audit.rs`). The kernel sends them only while
+    /// its audit is enabled (auditd, `auditctl -e 1`), and then to the
+    /// host's audit log too.
+    #[serde(default)]
+    pub kernel: bool,
 }
 
 fn default_audit_dir() -> PathBuf {
@@ -269,6 +280,7 @@ impl Default for Retention {
             dir: default_audit_dir(),
             max_total_mb: default_audit_mb(),
             max_age_days: default_audit_days(),
+            kernel: false,
         }
     }
 }

@@ -298,3 +298,141 @@ fn an_allow_list_keeps_the_defaults_protections() {
     let out = ok(&env.run(&id));
     assert_eq!(out, "kallsyms 0\nnotes 0\ndevnull ok\n", "{out}");
 }
+
+/// The kernel's audit switched on (`AUDIT_SET`, as `auditctl -e 1` does)
+/// while it lives, then back to what it was.
+struct KernelAudit {
+    was: u32,
+}
+
+/// One request to the kernel's audit over netlink: `AUDIT_GET` (1000)
+/// answers the status, `AUDIT_SET` (1001) with `enabled` sets it; the
+/// status's `enabled` after the request.
+fn audit_request(kind: u16, enabled: Option<u32>) -> u32 {
+    // SAFETY: a netlink socket this function owns and closes; buffers
+    // with their lengths.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_AUDIT,
+        );
+        assert!(fd >= 0, "netlink audit socket");
+        // struct audit_status: mask, enabled, then nine more u32.
+        let mut body = [0u32; 11];
+        if let Some(e) = enabled {
+            body[0] = 1; // AUDIT_STATUS_ENABLED
+            body[1] = e;
+        }
+        let mut msg = Vec::new();
+        let len = 16 + if kind == 1001 { 44 } else { 0 };
+        msg.extend_from_slice(&(len as u32).to_ne_bytes());
+        msg.extend_from_slice(&kind.to_ne_bytes());
+        msg.extend_from_slice(&(libc::NLM_F_REQUEST as u16 | libc::NLM_F_ACK as u16).to_ne_bytes());
+        msg.extend_from_slice(&[0; 8]);
+        if kind == 1001 {
+            for v in body {
+                msg.extend_from_slice(&v.to_ne_bytes());
+            }
+        }
+        let mut addr: libc::sockaddr_nl = std::mem::zeroed();
+        addr.nl_family = libc::AF_NETLINK as u16;
+        let sent = libc::sendto(
+            fd,
+            msg.as_ptr().cast(),
+            msg.len(),
+            0,
+            (&addr as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as u32,
+        );
+        assert_eq!(sent, msg.len() as isize, "send to the kernel's audit");
+        let mut enabled_now = None;
+        let mut buf = [0u8; 8192];
+        for _ in 0..4 {
+            let n = libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0);
+            assert!(n >= 16, "answer of the kernel's audit");
+            let t = u16::from_ne_bytes([buf[4], buf[5]]);
+            if t == 1000 {
+                enabled_now = Some(u32::from_ne_bytes([buf[20], buf[21], buf[22], buf[23]]));
+                break;
+            }
+            if kind == 1001 {
+                // The ACK of the SET: ask again.
+                libc::close(fd);
+                return audit_request(1000, None);
+            }
+        }
+        libc::close(fd);
+        enabled_now.expect("AUDIT_GET answered")
+    }
+}
+
+impl KernelAudit {
+    fn on() -> Self {
+        let was = audit_request(1000, None);
+        assert_eq!(audit_request(1001, Some(1)), 1, "the kernel's audit is on");
+        KernelAudit { was }
+    }
+}
+
+impl Drop for KernelAudit {
+    fn drop(&mut self) {
+        audit_request(1001, Some(self.was));
+    }
+}
+
+/// `[audit] kernel = true`: a read Landlock refuses (the kernel level,
+/// no supervisor in the way) reaches the trail from the kernel's audit,
+/// with the call, the path, Landlock's blocker, the errno and the rule,
+/// and the caller sees what it sees without the stream (EACCES). Without
+/// the setting there is no record.
+#[test]
+fn landlock_denials_reach_the_trail_from_the_kernel_audit() {
+    if std::env::var("CORDON_TEST_ENFORCEMENT").as_deref() == Ok("supervisor") {
+        return; // the supervisor level decides the read itself
+    }
+    let _audit = KernelAudit::on();
+    let data = data_dir();
+    let policy = "name = \"kaudit\"\n\
+        [[path]]\npattern = \"/data/rw/**\"\naccess = \"allow\"\n\
+        [[path]]\npattern = \"/dev/**\"\naccess = \"allow\"\n\
+        [[path]]\npattern = \"/proc/**\"\naccess = \"allow\"\n\
+        [[path]]\npattern = \"/bin/**\"\naccess = \"read-only\"\n\
+        [[path]]\npattern = \"/**\"\naccess = \"deny\"\n";
+    let script = "cat /data/f 2>/dev/null; echo rc=$? > /data/rw/out; exec sleep 600";
+    for kernel in [true, false] {
+        let (mut env, _pol) = env(&["sh", "-c", script], data.path(), policy);
+        let cfg = TempDir::new("kaudit-config");
+        let file = cfg.path().join("config.toml");
+        std::fs::write(&file, format!("[audit]\nkernel = {kernel}\n")).unwrap();
+        env.config_file = Some(file);
+        let id = unique("kaudit");
+        ok(&env.create(&id));
+        ok(&env.cordon(&["start", &id]));
+        let out = data.path().join("rw/out");
+        wait_until("the job's result", std::time::Duration::from_secs(30), || {
+            std::fs::read_to_string(&out).map(drop).map_err(|e| e.to_string())
+        });
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "rc=1\n", "kernel = {kernel}");
+        std::fs::remove_file(&out).unwrap();
+        let denied = |r: &serde_json::Value| r["detail"] == "/data/f (landlock: fs.read_file)" && r["action"] == "deny";
+        if kernel {
+            let trail = env.audit_with(&id, "the denial from the kernel's audit", denied);
+            let r = trail.iter().find(|r| denied(r)).unwrap();
+            assert!(matches!(r["syscall"].as_str(), Some("openat" | "open")), "{r}");
+            assert_eq!(r["result"], "EACCES", "{r}");
+            assert!(r["rule"].as_str().unwrap().ends_with("\"/**\" deny"), "{r}");
+            assert!(r["pid"].as_i64().unwrap() > 0, "{r}");
+        } else {
+            ok(&env.cordon(&["kill", &id, "KILL"]));
+            wait_until("stopped", std::time::Duration::from_secs(30), || {
+                match env.state(&id)["status"].as_str() {
+                    Some("stopped") => Ok(()),
+                    s => Err(format!("{s:?}")),
+                }
+            });
+            assert!(!env.audit(&id).iter().any(denied), "no stream, no record");
+        }
+        let _ = env.cordon(&["delete", "--force", &id]);
+    }
+}

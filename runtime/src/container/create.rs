@@ -180,7 +180,10 @@ impl Runtime {
         };
         // Path rules the container's mounts enforce leave the file
         // syscalls in the kernel (policy/levels.rs).
-        let plan = plan_on(&full, enforcement, &bundle, &spec);
+        let mut plan = plan_on(&full, enforcement, &bundle, &spec);
+        if let Some(l) = plan.landlock.as_mut() {
+            l.log = self.config.audit.kernel;
+        }
         let policy = if plan.all_kernel {
             full.kernel_enforced(plan.guards_renames(), plan.landlock.is_some())
         } else {

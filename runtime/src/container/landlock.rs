@@ -100,6 +100,12 @@ pub fn apply(l: &Landlock) -> Result<(), String> {
     }
     // no_new_privs is the config's choice, set (or not, with CAP_SYS_ADMIN
     // lent) by the executor before this: the crate would set it itself.
+    if l.log && l.abi >= 7 {
+        // The denials of the program about to be executed (and of what it
+        // runs) are logged: the kernel's default logs only those made
+        // before the next exec, cordon's own.
+        created = landlock::RulesetCreatedAttr::log_new_exec(created, true).map_err(err)?;
+    }
     let status = created.no_new_privs(false).restrict_self().map_err(err)?;
     if status.ruleset != RulesetStatus::FullyEnforced {
         return Err(format!("Landlock ABI {}: ruleset {:?}", l.abi, status.ruleset));

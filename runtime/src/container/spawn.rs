@@ -119,6 +119,7 @@ pub(super) fn spawn_supervisor(id: &str, dir: &Path, policy: &str, given: Settin
         kernel_paths: given.plan.all_kernel,
         ask_socket: given.ask.socket.clone(),
         ask_timeout_ms: given.ask.timeout_ms,
+        kernel_audit: given.plan.landlock.as_ref().is_some_and(|l| l.log),
     };
     let mut cmd = Command::new(exe);
     cmd.arg(crate::supervisor::SuperviseArgs::COMMAND)

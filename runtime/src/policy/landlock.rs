@@ -56,6 +56,23 @@ pub struct Landlock {
     pub base: PathAccess,
     /// The directories granted more, in rule order.
     pub grants: Vec<Grant>,
+    /// Whether the kernel logs the denials of the programs run under the
+    /// ruleset to its audit (the runtime config's `[audit] kernel`; ABI 7).
+    #[serde(default)]
+    pub log: bool,
+}
+
+impl Landlock {
+    /// A ruleset of ABI `abi` refusing what `base` refuses outside
+    /// `grants`, its denials not logged.
+    pub fn new(abi: u32, base: PathAccess, grants: Vec<Grant>) -> Self {
+        Landlock {
+            abi,
+            base,
+            grants,
+            log: false,
+        }
+    }
 }
 
 /// One path-beneath rule of the ruleset.
@@ -343,5 +360,5 @@ pub(super) fn plan(
     }
     grants.reverse();
     let choices = choices.into_iter().map(|c| c.expect("every rule classified")).collect();
-    Ok((choices, Landlock { abi, base, grants }))
+    Ok((choices, Landlock::new(abi, base, grants)))
 }

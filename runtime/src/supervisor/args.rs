@@ -47,6 +47,9 @@ pub struct SuperviseArgs {
     /// How long a question waits for its answer (ms)
     #[arg(long, default_value_t = crate::config::DEFAULT_ASK_TIMEOUT_MS)]
     pub ask_timeout_ms: u32,
+    /// Read Landlock's denials from the kernel's audit into the trail
+    #[arg(long)]
+    pub kernel_audit: bool,
 }
 
 impl SuperviseArgs {
@@ -78,6 +81,9 @@ impl SuperviseArgs {
         }
         if self.kernel_paths {
             v.push("--kernel-paths".into());
+        }
+        if self.kernel_audit {
+            v.push("--kernel-audit".into());
         }
         if let Some(socket) = &self.ask_socket {
             v.extend(["--ask-socket".into(), socket.into()]);
@@ -111,6 +117,7 @@ impl SuperviseArgs {
             kernel_paths: self.kernel_paths,
             ask_socket: self.ask_socket,
             ask_timeout_ms: self.ask_timeout_ms,
+            kernel_audit: self.kernel_audit,
         })
     }
 }
@@ -146,6 +153,7 @@ mod tests {
             kernel_paths: true,
             ask_socket: Some("/run/platform/ask.sock".into()),
             ask_timeout_ms: 500,
+            kernel_audit: true,
         };
         assert_eq!(round_trip(&full), full);
         let bare = SuperviseArgs {
@@ -161,6 +169,7 @@ mod tests {
             kernel_paths: false,
             ask_socket: None,
             ask_timeout_ms: crate::config::DEFAULT_ASK_TIMEOUT_MS,
+            kernel_audit: false,
         };
         assert_eq!(round_trip(&bare), bare);
     }
@@ -180,6 +189,7 @@ mod tests {
             kernel_paths: false,
             ask_socket: None,
             ask_timeout_ms: 1,
+            kernel_audit: false,
         });
         let e = a.clone().into_options().unwrap_err().to_string();
         assert!(e.contains("--platform") && e.contains("\"kvm\""), "{e}");

@@ -14,6 +14,7 @@ pub mod ask;
 pub mod audit;
 mod confine;
 mod exec_guard;
+mod kernel_audit;
 pub use args::SuperviseArgs;
 pub use confine::ConfineError;
 pub mod callers;
@@ -102,6 +103,9 @@ pub struct Options {
     pub ask_socket: Option<PathBuf>,
     /// How long a question waits for its answer, in milliseconds.
     pub ask_timeout_ms: u32,
+    /// Whether Landlock's denials are read from the kernel's audit into
+    /// the trail ([`kernel_audit`]).
+    pub kernel_audit: bool,
 }
 
 /// State shared by every receiver thread.
@@ -270,6 +274,15 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
     // The exec guard's group, likewise made before (its marks wait for
     // the container's mounts: `mark_execs`).
     let exec_guard = open_exec_guard(&opts, &policy, &audit, watchdog.as_ref());
+    // Joining the audit's multicast group needs CAP_AUDIT_READ and a
+    // netlink bind: before, too.
+    let kernel_audit = opts.kernel_audit.then(kernel_audit::open).and_then(|r| {
+        r.map_err(|e| {
+            let what = format!("kernel audit unavailable (Landlock's denials are not in the trail): {e}");
+            audit.record(0, "supervisor", &what, Decision::Event, "error");
+        })
+        .ok()
+    });
     // getifaddrs binds a netlink socket, which the confined supervisor
     // may not: read before.
     let host_addresses = host_addresses();
@@ -299,6 +312,9 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         guards: dns::Guards::new(host_addresses),
     });
     record_start(&sup, &opts);
+    if let Some(fd) = kernel_audit {
+        kernel_audit::serve(fd, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
+    }
     lifetime::exit_when_removed(dir_watch, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
     if let Some(views) = views {
         views::serve(views, Arc::clone(&sup)).map_err(io_err("spawn thread"))?;
@@ -623,6 +639,7 @@ fn attach(
         }
         sup.settle(std::time::Duration::from_secs(1));
         relay::settle(std::time::Duration::from_secs(2));
+        kernel_audit::drain(&sup);
         sup.audit
             .record(0, "supervisor", "container init exited", Decision::Event, "exit");
         std::process::exit(0);
