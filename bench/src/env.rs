@@ -283,6 +283,46 @@ os.unlink("/tmp/bench.db")
 assert hits > 0 and total > 0 and len(words) > 0
 "#;
 
+/// The fetch workload: a package index and a git repository served over
+/// HTTP on the container's loopback (by a thread of this script), then
+/// `pip install` of the package (pip run from Debian's wheel, no venv)
+/// and `git clone` of the repository, as an agent's first minute has
+/// them: name lookups aside, every connect, send and receive of a real
+/// client and server goes through the policy. Fails (non-zero) if either
+/// does.
+const FETCH_WORK: &str = r#"import functools, http.server, os, subprocess, sys, threading, zipfile
+d = "/tmp/www/simple/hello-cordon/"
+os.makedirs(d)
+whl = "hello_cordon-1.0-py3-none-any.whl"
+with zipfile.ZipFile(d + whl, "w") as z:
+    z.writestr("hello_cordon/__init__.py", "VALUE = 'cordon'\n")
+    z.writestr("hello_cordon-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-cordon\nVersion: 1.0\n")
+    z.writestr("hello_cordon-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: cordon-bench\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("hello_cordon-1.0.dist-info/RECORD", "")
+open(d + "index.html", "w").write('<a href="%s">%s</a>\n' % (whl, whl))
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+web = http.server.ThreadingHTTPServer(("127.0.0.1", 8000), functools.partial(Quiet, directory="/tmp/www"))
+threading.Thread(target=web.serve_forever, daemon=True).start()
+env = dict(os.environ, HOME="/tmp", GIT_CONFIG_NOSYSTEM="1")
+git = lambda *a: subprocess.run(["git", "-c", "init.defaultBranch=main", "-c", "user.name=b", "-c", "user.email=b@example.com", *a], env=env, check=True, capture_output=True)
+git("init", "-q", "/tmp/src")
+for i in range(20):
+    open("/tmp/src/f%d.txt" % i, "w").write("line\n" * 100)
+git("-C", "/tmp/src", "add", ".")
+git("-C", "/tmp/src", "commit", "-q", "-m", "first")
+git("clone", "-q", "--bare", "/tmp/src", "/tmp/www/repo.git")
+git("-C", "/tmp/www/repo.git", "update-server-info")
+pip = [sys.executable, "/usr/share/python-wheels/pip-23.0.1-py3-none-any.whl/pip", "install", "-q",
+       "--no-cache-dir", "--disable-pip-version-check", "--target", "/tmp/t",
+       "--index-url", "http://127.0.0.1:8000/simple", "hello-cordon"]
+subprocess.run(pip, env=env, check=True, capture_output=True)
+git("clone", "-q", "http://127.0.0.1:8000/repo.git", "/tmp/clone")
+assert open("/tmp/t/hello_cordon/__init__.py").read() == "VALUE = 'cordon'\n"
+assert sorted(os.listdir("/tmp/clone"))[1:] == sorted("f%d.txt" % i for i in range(20))
+"#;
+
 /// Standard-library packages byte-compiled by the compileall workload.
 pub const COMPILEALL_DIRS: &[&str] = &[
     "email",
@@ -404,6 +444,7 @@ impl Env {
         std::fs::create_dir_all(&srv)?;
         std::fs::copy(&loop_bin, srv.join("loop"))?;
         std::fs::write(srv.join("stdlib_work.py"), STDLIB_WORK)?;
+        std::fs::write(srv.join("fetch_work.py"), FETCH_WORK)?;
         make_tarball(&tmp.join("tarsrc"), &srv.join("files.tar"))?;
         make_c_project(&srv.join("cproj"))?;
 

@@ -1,6 +1,7 @@
 //! Workloads (section 3) in the python bundle: python3 startup, a stdlib-heavy
-//! script, `tar -x` of small files, `python3 -m compileall`, `make -j2` of a
-//! C project; cordon against runc. The time inside the container is taken by `/srv/loop time` (the
+//! script, `tar -x` of small files, `python3 -m compileall`, `pip install`
+//! and `git clone` over HTTP on the loopback, `make -j2` of a C project;
+//! cordon against runc. The time inside the container is taken by `/srv/loop time` (the
 //! workload alone); the whole `run` is shown too.
 
 use std::path::Path;
@@ -55,6 +56,12 @@ fn workloads() -> Vec<Workload> {
             args: compile,
             // .pyc files go to the tmpfs; the rootfs is read-only.
             env: vec!["PYTHONPYCACHEPREFIX=/tmp/pycache"],
+        },
+        Workload {
+            key: "fetch",
+            title: "pip install and git clone over HTTP from a server on the loopback".into(),
+            args: v(&["python3", "/srv/fetch_work.py"]),
+            env: vec![],
         },
         Workload {
             key: "c-build",
