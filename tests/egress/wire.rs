@@ -416,3 +416,114 @@ except OSError as e:
         "the relayed connection fails: {text}"
     );
 }
+
+/// Requests over keep-alive connections to allowed.test:80, each a list
+/// of (method, target); prints one line per connection: each answer, or
+/// the error that ended it.
+const HTTP_RULES: &str = r#"
+import socket
+
+def conn(reqs):
+    s = socket.create_connection(("allowed.test", 80), timeout=5)
+    out = []
+    try:
+        for method, target in reqs:
+            s.sendall(method.encode() + b" " + target.encode() + b" HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 0\r\n\r\n")
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = s.recv(4096)
+                if not chunk:
+                    raise EOFError()
+                data += chunk
+            head, body = data.split(b"\r\n\r\n", 1)
+            n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+            while len(body) < n:
+                body += s.recv(4096)
+            out.append(body.decode())
+    except (OSError, EOFError) as e:
+        out.append("err " + type(e).__name__)
+    finally:
+        s.close()
+    return " ".join(out)
+
+print(conn([("GET", "/simple/hello/"), ("HEAD", "/simple/x.whl?a=1"), ("GET", "/admin")]))
+print(conn([("POST", "/simple/hello/")]))
+print(conn([("GET", "/simple/../admin")]))
+print(conn([("GET", "/simple/%2e%2e/admin")]))
+print(conn([("GET", "http://allowed.test/simple/a")]))
+"#;
+
+/// `methods` and `paths` on a host rule: every request of a plain-HTTP
+/// connection must have an allowed method and a path the patterns match,
+/// read as a server would (a `..` segment, encoded or not, is refused),
+/// else the connection is reset and the trail says which request and
+/// why; the requests before it were answered. Without the rule's HTTP
+/// rules the same requests pass.
+#[test]
+fn http_rules_hold_methods_and_paths() {
+    let net = TestNet::new();
+    let servers = WireServers::start(&net);
+    let run = |rules: &str| -> (String, Vec<serde_json::Value>) {
+        let mut env = Env::python(&["python3", "-c", HTTP_RULES]);
+        net.configure(&mut env, rules);
+        let id = unique("httprules");
+        let out = env.run_keep(&id);
+        let trail = env.audit_with(&id, "the init's exit", |r| r["result"] == "exit");
+        (ok(&out), trail)
+    };
+    let (text, trail) = run("[[net]]\nhost = \"allowed.test\"\nports = [80]\naction = \"allow\"\n\
+         methods = [\"GET\", \"HEAD\"]\npaths = [\"/simple/**\"]\n");
+    assert_eq!(
+        text,
+        "host=allowed.test host=allowed.test err ConnectionResetError\n\
+         err ConnectionResetError\n\
+         err ConnectionResetError\n\
+         err ConnectionResetError\n\
+         host=allowed.test\n"
+    );
+    let refused: Vec<&str> = trail
+        .iter()
+        .filter(|r| r["action"] == "deny" && r["syscall"] == "connect")
+        .filter_map(|r| r["detail"].as_str())
+        .collect();
+    for (what, why) in [
+        ("GET /admin", "path /admin not among"),
+        ("POST /simple/hello/", "method POST not among"),
+        ("GET /simple/../admin", "could be read otherwise"),
+    ] {
+        assert!(
+            refused.iter().any(|d| d.contains(what))
+                && trail.iter().any(|r| r["action"] == "deny"
+                    && r["detail"].as_str().is_some_and(|d| d.contains(what))
+                    && r.to_string().contains(why)),
+            "no refusal of {what} ({why}) in the trail: {trail:?}"
+        );
+    }
+    let served = servers.served.lock().unwrap().len();
+    assert_eq!(served, 3, "only the allowed requests reached the server");
+    let (text, _) = run("[[net]]\nhost = \"allowed.test\"\nports = [80]\naction = \"allow\"\n");
+    assert_eq!(
+        text,
+        "host=allowed.test host=allowed.test host=allowed.test\n\
+         host=allowed.test\nhost=allowed.test\nhost=allowed.test\nhost=allowed.test\n"
+    );
+}
+
+/// HTTP rules where the relay cannot check them are refused by name:
+/// on a TLS port, on every port, on a cidr rule.
+#[test]
+fn http_rules_the_relay_cannot_check_are_refused() {
+    let dir = TempDir::new("httprules");
+    for (rule, field) in [
+        ("host = \"a.test\"\nports = [443]\nmethods = [\"GET\"]", "ports"),
+        ("host = \"a.test\"\npaths = [\"/x/**\"]", "ports"),
+        ("cidr = \"192.0.2.0/24\"\nports = [80]\nmethods = [\"GET\"]", "methods"),
+    ] {
+        let p = dir.path().join("p.toml");
+        std::fs::write(&p, format!("name = \"h\"\n[[net]]\n{rule}\naction = \"allow\"\n")).unwrap();
+        let out = run_captured(Command::new(cordon_bin()).args(["policy", "check", &p.to_string_lossy()]));
+        assert!(!out.status.success(), "{rule}");
+        let err = stderr(&out);
+        assert!(err.contains("net[0]") && err.contains(field), "{rule}: {err}");
+    }
+}

@@ -32,6 +32,8 @@ pub fn observing_policy(from: &Policy, spec: &serde_json::Value) -> Result<Strin
             action: crate::policy::NetAction::Deny,
             max_names: None,
             sni: None,
+            methods: Vec::new(),
+            paths: Vec::new(),
             note: Some("cordon learn: brings lookups through the supervisor's resolver".into()),
             message: None,
         });

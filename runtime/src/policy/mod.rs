@@ -9,6 +9,7 @@
 mod base;
 mod choice;
 pub mod diff;
+pub mod http;
 pub mod landlock;
 pub mod learn;
 pub mod levels;

@@ -192,6 +192,17 @@ pub struct NetRule {
     /// `required`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sni: Option<Sni>,
+    /// For a `host` rule on HTTP ports ([`HTTP_PORTS`], its `ports` all
+    /// among them): the request methods it allows (`GET`, `HEAD`, ...);
+    /// empty: any. Checked on every request of a connection, as `Host` is
+    /// (docs/POLICY.md, "HTTP rules").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+    /// For a `host` rule on HTTP ports: the request paths it allows, as
+    /// patterns (`/simple/**`: anything below; `*`: one segment, no `/`),
+    /// matched against the path without its query; empty: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// Why the rule exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

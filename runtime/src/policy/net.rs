@@ -146,6 +146,8 @@ pub struct NetPolicy {
     caps: Vec<Option<u32>>,
     /// Per rule: the check of the name on the wire (host rules).
     sni: Vec<Sni>,
+    /// Per rule: its HTTP request rules (methods, paths), if any.
+    http: Vec<Option<super::http::HttpRule>>,
 }
 
 /// The protocol whose name a connection must carry on the wire
@@ -165,6 +167,7 @@ impl Default for NetPolicy {
             default: NetAction::Allow,
             caps: Vec::new(),
             sni: Vec::new(),
+            http: Vec::new(),
         }
     }
 }
@@ -180,7 +183,9 @@ impl NetPolicy {
         let mut out = Vec::with_capacity(rules.len());
         let mut caps = Vec::with_capacity(rules.len());
         let mut sni = Vec::with_capacity(rules.len());
+        let mut http = Vec::with_capacity(rules.len());
         for (i, r) in rules.iter().enumerate() {
+            http.push(super::http::HttpRule::compile(r).map_err(|(f, why)| (i, f, why))?);
             let target = match (&r.cidr, &r.host) {
                 _ if r.family.is_some() && (r.cidr.is_some() || r.host.is_some()) => {
                     return Err((i, "family", "a rule has one of cidr, host or family".into()))
@@ -251,6 +256,7 @@ impl NetPolicy {
             default,
             caps,
             sni,
+            http,
         })
     }
 
@@ -367,6 +373,11 @@ impl NetPolicy {
         }
     }
 
+    /// Rule `i`'s HTTP request rules (methods, paths), if it has any.
+    pub fn http_rule(&self, i: usize) -> Option<&super::http::HttpRule> {
+        self.http.get(i).and_then(Option::as_ref)
+    }
+
     /// How many distinct names rule `i` forwards per minute, when it is
     /// a wildcard host rule ([`super::model::NetRule::max_names`]).
     pub fn name_cap(&self, i: usize) -> Option<u32> {
@@ -449,6 +460,8 @@ mod tests {
                 action: NetAction::Allow,
                 max_names: None,
                 sni: None,
+                methods: Vec::new(),
+                paths: Vec::new(),
                 message: None,
                 note: None,
             },
@@ -460,6 +473,8 @@ mod tests {
                 action: NetAction::Deny,
                 max_names: None,
                 sni: None,
+                methods: Vec::new(),
+                paths: Vec::new(),
                 message: None,
                 note: None,
             },
@@ -490,6 +505,8 @@ mod tests {
             action: NetAction::Allow,
             max_names: None,
             sni: None,
+            methods: Vec::new(),
+            paths: Vec::new(),
             message: None,
             note: None,
         };
@@ -513,6 +530,8 @@ mod name_tests {
             action: NetAction::Allow,
             max_names: None,
             sni: None,
+            methods: Vec::new(),
+            paths: Vec::new(),
             message: None,
             note: None,
         };
@@ -553,6 +572,8 @@ mod name_tests {
             action,
             max_names: None,
             sni: None,
+            methods: Vec::new(),
+            paths: Vec::new(),
             message: None,
             note: None,
         }

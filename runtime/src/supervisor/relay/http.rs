@@ -27,6 +27,10 @@ pub struct Head {
     /// Its method and target, for the audit trail (the target cut to 200
     /// bytes).
     pub request: String,
+    /// Its method.
+    pub method: String,
+    /// Its request target, whole (`/a/b?q`, `http://host/a`, `*`).
+    pub target: String,
 }
 
 /// Decodes a request head (`head`: the bytes up to and including the
@@ -124,7 +128,13 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
     }
     let cut = target.char_indices().nth(200).map(|(i, _)| i).unwrap_or(target.len());
     let request = format!("{method} {}", &target[..cut]);
-    Ok(Head { names, body, request })
+    Ok(Head {
+        names,
+        body,
+        request,
+        method: method.to_string(),
+        target: target.to_string(),
+    })
 }
 
 /// The host a request target names: none for origin-form (`/path`) and
@@ -213,7 +223,9 @@ mod tests {
             Head {
                 names: vec!["allowed.test".into()],
                 body: Body::Length(0),
-                request: "GET /x".into()
+                request: "GET /x".into(),
+                method: "GET".into(),
+                target: "/x".into(),
             }
         );
         let h = parse_head(b"POST http://other.test/ HTTP/1.1\r\nhost: a.test\r\ncontent-length: 5\r\n\r\n").unwrap();

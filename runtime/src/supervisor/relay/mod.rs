@@ -568,7 +568,19 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
             ));
         }
         for name in &h.names {
-            check_name(name, plan)?;
+            let rule = check_name(name, plan)?;
+            // The rule that allowed the name may hold the request to
+            // methods and paths (policy/http.rs).
+            if let Some(why) = rule
+                .and_then(|i| plan.policy.net.http_rule(i))
+                .and_then(|r| r.refuses(&h.method, &h.target))
+            {
+                let rule = plan.policy.explain_net_rule(rule);
+                return Err(Stop::Refused(
+                    format!("{name}: {}", h.request),
+                    format!("{why} ({rule})"),
+                ));
+            }
         }
         let names = if h.names.is_empty() {
             "no Host".to_string()
@@ -678,14 +690,14 @@ fn passed(plan: &Plan, what: &str) {
 
 /// Whether `name` may be asked for on a connection to the plan's
 /// destination: the policy's verdict for the destination looked up as
-/// that name.
-fn check_name(name: &str, plan: &Plan) -> Result<(), Stop> {
+/// that name; the rule that allowed it (`None`: `net_default`).
+fn check_name(name: &str, plan: &Plan) -> Result<Option<usize>, Stop> {
     let (action, rule, _) = plan
         .policy
         .net
         .decide_named(plan.dest.ip(), plan.dest.port(), &[name.to_string()]);
     if action == NetAction::Allow {
-        return Ok(());
+        return Ok(rule);
     }
     let why = match rule {
         Some(_) => plan.policy.explain_net_rule(rule),
