@@ -171,6 +171,32 @@ fn wire_name(w: Option<super::model::Sni>) -> &'static str {
     }
 }
 
+/// `+` when HTTP rules `b` let a request through that `a` refuses (no
+/// rules, or a method or path pattern `a` does not list), else `-`.
+fn http_mark(a: &Option<super::http::HttpRule>, b: &Option<super::http::HttpRule>) -> char {
+    match (a, b) {
+        (_, None) => '+',
+        (None, Some(_)) => '-',
+        (Some(a), Some(b)) => {
+            let wider =
+                |x: &[String], y: &[String]| (y.is_empty() && !x.is_empty()) || y.iter().any(|v| !x.contains(v));
+            if wider(&a.methods, &b.methods) || wider(&a.paths, &b.paths) {
+                '+'
+            } else {
+                '-'
+            }
+        }
+    }
+}
+
+/// HTTP rules as `policy diff` shows them.
+fn http_name(h: &Option<super::http::HttpRule>) -> String {
+    match h {
+        None => "any request".into(),
+        Some(h) => format!("methods {:?} paths {:?}", h.methods, h.paths),
+    }
+}
+
 fn net(a: &Policy, b: &Policy) -> Vec<Line> {
     let rules: Vec<_> = a.source.net.iter().chain(&b.source.net).collect();
     let mut ports: BTreeSet<u16> = rules.iter().flat_map(|r| r.ports.iter().copied()).collect();
@@ -223,6 +249,15 @@ fn net(a: &Policy, b: &Policy) -> Vec<Line> {
                         format!("net {what}: name on the wire {} -> {}", wire_name(wa), wire_name(wb)),
                     ));
                 }
+                // Both allow: the HTTP rules (methods, paths) may differ.
+                let http = |p: &Policy, d: super::net::Verdict| d.1.and_then(|i| p.net.http_rule(i)).cloned();
+                let (ha, hb) = (http(a, da), http(b, db));
+                if x != NetAction::Deny && ha != hb {
+                    out.push((
+                        http_mark(&ha, &hb),
+                        format!("net {what}: HTTP {} -> {}", http_name(&ha), http_name(&hb)),
+                    ));
+                }
                 continue;
             }
             let mark = if net_rank(y) > net_rank(x) { '+' } else { '-' };
@@ -238,6 +273,31 @@ mod tests {
 
     fn policy(text: &str) -> Policy {
         Policy::from_toml(&format!("name = \"t\"\n{text}"), "t").expect("policy")
+    }
+
+    #[test]
+    fn dropping_http_rules_grants_more() {
+        let rule = "net_default = \"deny\"\n[[net]]\nhost = \"files.test\"\nports = [80]\naction = \"allow\"\n";
+        let a = policy(&format!("{rule}methods = [\"GET\"]\npaths = [\"/simple/**\"]\n"));
+        let b = policy(rule);
+        let lines = diff(&a, &b);
+        assert!(
+            lines.contains(&(
+                '+',
+                "net files.test:80: HTTP methods [\"GET\"] paths [\"/simple/**\"] -> any request".into()
+            )),
+            "{lines:?}"
+        );
+        assert!(diff(&b, &a).iter().all(|l| l.0 == '-'), "{:?}", diff(&b, &a));
+        let c = policy(&format!(
+            "{rule}methods = [\"GET\", \"POST\"]\npaths = [\"/simple/**\"]\n"
+        ));
+        assert!(
+            diff(&a, &c).iter().any(|l| l.0 == '+'),
+            "POST added: {:?}",
+            diff(&a, &c)
+        );
+        assert!(diff(&c, &a).iter().all(|l| l.0 == '-'), "{:?}", diff(&c, &a));
     }
 
     #[test]
