@@ -264,6 +264,25 @@ for target, port in [("192.0.2.1", 8080), ("192.0.2.1", 9090), ("192.0.2.3", 808
     );
 }
 
+/// In `dir`: a decision program that answers allow-and-remember, then
+/// deny; a runtime config naming it; a policy asking about `/data/**`.
+fn allow_then_deny(dir: &std::path::Path) -> (Program, std::path::PathBuf, std::path::PathBuf) {
+    let program = Program::new(dir, &[r#"{"answer":"allow","remember":true}"#, r#"{"answer":"deny"}"#]);
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[ask]\nsocket = {:?}\ntimeout_ms = 20000\n", program.socket),
+    )
+    .unwrap();
+    let policy = dir.join("p.toml");
+    std::fs::write(
+        &policy,
+        "name = \"askp\"\nextends = \"default\"\n[[path]]\npattern = \"/data/**\"\naccess = \"ask\"\n",
+    )
+    .unwrap();
+    (program, config, policy)
+}
+
 /// `access = "ask"` on a path rule: an open or a change of the tree on a
 /// path the rule decides waits for the program; allow-and-remember lets
 /// the next open through unasked, deny gives EACCES, a missing file
@@ -272,25 +291,10 @@ for target, port in [("192.0.2.1", 8080), ("192.0.2.1", 9090), ("192.0.2.3", 808
 #[test]
 fn ask_path_rules_hold_the_open_until_the_program_answers() {
     let dir = TempDir::new("ask-path");
-    let program = Program::new(
-        dir.path(),
-        &[r#"{"answer":"allow","remember":true}"#, r#"{"answer":"deny"}"#],
-    );
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!("[ask]\nsocket = {:?}\ntimeout_ms = 20000\n", program.socket),
-    )
-    .unwrap();
+    let (program, config, policy) = allow_then_deny(dir.path());
     let data = TempDir::new("ask-data");
     std::fs::write(data.path().join("ok"), "yes\n").unwrap();
     std::fs::write(data.path().join("secret"), "no\n").unwrap();
-    let policy = dir.path().join("p.toml");
-    std::fs::write(
-        &policy,
-        "name = \"askp\"\nextends = \"default\"\n[[path]]\npattern = \"/data/**\"\naccess = \"ask\"\n",
-    )
-    .unwrap();
     let script = r#"
 import errno, os
 for p in ["/data/ok", "/data/secret", "/data/ok", "/data/new"]:
@@ -348,16 +352,7 @@ except OSError as e:
 #[test]
 fn ask_path_rules_hold_the_exec_until_the_program_answers() {
     let dir = TempDir::new("ask-exec");
-    let program = Program::new(
-        dir.path(),
-        &[r#"{"answer":"allow","remember":true}"#, r#"{"answer":"deny"}"#],
-    );
-    let config = dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!("[ask]\nsocket = {:?}\ntimeout_ms = 20000\n", program.socket),
-    )
-    .unwrap();
+    let (program, config, policy) = allow_then_deny(dir.path());
     // busybox, whose applet is its name, in two directories.
     let data = TempDir::new("ask-exec-data");
     for sub in ["yes", "no"] {
@@ -368,12 +363,6 @@ fn ask_path_rules_hold_the_exec_until_the_program_answers() {
         )
         .unwrap();
     }
-    let policy = dir.path().join("p.toml");
-    std::fs::write(
-        &policy,
-        "name = \"aske\"\nextends = \"default\"\n[[path]]\npattern = \"/data/**\"\naccess = \"ask\"\n",
-    )
-    .unwrap();
     let script = "/data/yes/echo one; echo yes=$?; /data/no/echo two 2>/dev/null; echo no=$?; \
                   /data/yes/echo three; echo again=$?";
     let mut env = Env::busybox(&["sh", "-c", script]);

@@ -94,6 +94,25 @@ fn answer_http(c: std::net::TcpStream, served: &Mutex<Vec<String>>) {
     }
 }
 
+/// Python: `response(s)`, the body of the next HTTP/1.1 response on
+/// socket `s` (by its Content-Length); EOFError when the server closed.
+const RESPONSE: &str = r#"
+import socket
+
+def response(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise EOFError()
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < n:
+        body += s.recv(4096)
+    return body.decode()
+"#;
+
 /// The container's side: requests over one keep-alive connection to
 /// allowed.test:80 with the given Host headers, and ClientHellos to
 /// allowed.test:443 naming a server (or none).
@@ -106,17 +125,7 @@ def http(hosts):
     try:
         for h in hosts:
             s.sendall(b"GET / HTTP/1.1\r\nHost: " + h.encode() + b"\r\n\r\n")
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = s.recv(4096)
-                if not chunk:
-                    raise EOFError()
-                data += chunk
-            head, body = data.split(b"\r\n\r\n", 1)
-            n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
-            while len(body) < n:
-                body += s.recv(4096)
-            out.append(body.decode())
+            out.append(response(s))
     except (OSError, EOFError) as e:
         out.append("err " + type(e).__name__)
     finally:
@@ -197,7 +206,7 @@ fn the_name_on_the_wire_must_be_allowed() {
     let net = TestNet::new();
     let _servers = WireServers::start(&net);
     let run = |rules: &str| -> (String, Vec<serde_json::Value>, String) {
-        let mut env = Env::python(&["python3", "-c", SCRIPT]);
+        let mut env = Env::python(&["python3", "-c", &format!("{RESPONSE}{SCRIPT}")]);
         net.configure(&mut env, rules);
         let id = unique("wire");
         let out = env.run_keep(&id);
@@ -278,7 +287,7 @@ fn the_name_on_the_wire_must_be_allowed() {
 fn another_allowed_name_on_the_same_address_passes() {
     let net = TestNet::new();
     let _servers = WireServers::start(&net);
-    let mut env = Env::python(&["python3", "-c", SCRIPT]);
+    let mut env = Env::python(&["python3", "-c", &format!("{RESPONSE}{SCRIPT}")]);
     net.configure(
         &mut env,
         "[[net]]\nhost = \"allowed.test\"\naction = \"allow\"\n[[net]]\nhost = \"other.test\"\naction = \"allow\"\n",
@@ -417,7 +426,7 @@ except OSError as e:
     );
 }
 
-/// Requests over keep-alive connections to allowed.test:80, each a list
+/// Requests (after [`RESPONSE`]) over keep-alive connections to allowed.test:80, each a list
 /// of (method, target); prints one line per connection: each answer, or
 /// the error that ended it.
 const HTTP_RULES: &str = r#"
@@ -429,17 +438,7 @@ def conn(reqs):
     try:
         for method, target in reqs:
             s.sendall(method.encode() + b" " + target.encode() + b" HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 0\r\n\r\n")
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = s.recv(4096)
-                if not chunk:
-                    raise EOFError()
-                data += chunk
-            head, body = data.split(b"\r\n\r\n", 1)
-            n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
-            while len(body) < n:
-                body += s.recv(4096)
-            out.append(body.decode())
+            out.append(response(s))
     except (OSError, EOFError) as e:
         out.append("err " + type(e).__name__)
     finally:
@@ -464,7 +463,7 @@ fn http_rules_hold_methods_and_paths() {
     let net = TestNet::new();
     let servers = WireServers::start(&net);
     let run = |rules: &str| -> (String, Vec<serde_json::Value>) {
-        let mut env = Env::python(&["python3", "-c", HTTP_RULES]);
+        let mut env = Env::python(&["python3", "-c", &format!("{RESPONSE}{HTTP_RULES}")]);
         net.configure(&mut env, rules);
         let id = unique("httprules");
         let out = env.run_keep(&id);
