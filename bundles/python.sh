@@ -38,8 +38,11 @@ CACHE_ID_FILE="$CACHE/.cordon-cache-id"
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 # What the cache must hold; a cache without one of these is rebuilt.
-PACKAGES=python3,procps,python3-venv,git,curl,ca-certificates,gcc,libc6-dev,make
-CACHE_NEEDS=(usr/bin/python3 usr/bin/free usr/bin/top usr/bin/git usr/bin/curl usr/bin/gcc usr/bin/make)
+PACKAGES=python3,procps,python3-venv,git,curl,ca-certificates,gcc,libc6-dev,make,nodejs
+# Installed by apt in the new root after debootstrap, whose own resolver
+# fails to configure npm's several hundred node-* packages.
+LATER=npm
+CACHE_NEEDS=(usr/bin/python3 usr/bin/free usr/bin/top usr/bin/git usr/bin/curl usr/bin/gcc usr/bin/make usr/bin/node usr/bin/npm)
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap and ownership of the rootfs need it)"
 command -v jq >/dev/null || die "jq not found (apt-get install -y jq)"
@@ -96,13 +99,19 @@ build_cache() {
         [[ -f $tmp/debootstrap/debootstrap.log ]] && tail -n 30 "$tmp/debootstrap/debootstrap.log" >&2
         die "debootstrap failed (full log: $CACHE_ROOT/debootstrap.log)"
     fi
+    log "apt-get install $LATER in $tmp"
+    if ! chroot "$tmp" /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $LATER" \
+            >>"$CACHE_ROOT/debootstrap.log" 2>&1; then
+        tail -n 30 "$CACHE_ROOT/debootstrap.log" >&2 || true
+        die "apt-get install $LATER failed (full log: $CACHE_ROOT/debootstrap.log)"
+    fi
     umount_below "$tmp"
     local need
     for need in "${CACHE_NEEDS[@]}"; do
         [[ -x $tmp/$need ]] || die "debootstrap finished but $tmp/$need is missing"
     done
     # Shrink: apt lists/caches are not needed inside a test container.
-    rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/* 2>/dev/null || true
+    rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/cache/apt/*.bin "$tmp"/var/lib/apt/lists/* 2>/dev/null || true
     printf '%s %s\n' "$(date -u +%Y%m%dT%H%M%SZ)" "$$-$RANDOM" >"$tmp/.cordon-cache-id"
     remove_tree "$CACHE"   # an old cache without one of CACHE_NEEDS, if any
     mv "$tmp" "$CACHE"

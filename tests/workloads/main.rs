@@ -9,7 +9,9 @@
 //! `make test-ptrace`). The services (a DNS server answering A and AAAA,
 //! an HTTP server with a 20 MB file) run in a network namespace the test
 //! builds, which the container joins, on documentation addresses
-//! (198.51.100.0/24, 2001:db8::/32), with one nameserver on the namespace's
+//! (198.51.100.0/24, 2001:db8::/32; the HTTPS server's files: a package
+//! index, an npm registry, a git repository; the python bundle has
+//! python3, pip's wheel, git, curl, gcc, make, node and npm), with one nameserver on the namespace's
 //! own address and one on the loopback (127.0.0.11, as Docker's).
 //!
 //! A difference is printed whole, with the policy and the output of both.
@@ -105,7 +107,8 @@ struct Net {
 /// Makes, in `dir`: a CA (`ca/ca.pem`, what the containers trust), a
 /// certificate for the zone's names signed by it, and the HTTPS server's
 /// files under `www/`: a simple package index with one wheel
-/// (`hello-cordon`), a git repository served the "dumb" HTTP way, and
+/// (`hello-cordon`), an npm registry's document and tarball of one
+/// package (`hello-cordon-npm`), a git repository served the "dumb" HTTP way, and
 /// `big`.
 const PREPARE: &str = r#"set -e
 mkdir -p ca www/simple/hello-cordon
@@ -123,6 +126,26 @@ with zipfile.ZipFile(d + whl, "w") as z:
     z.writestr("hello_cordon-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: cordon-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
     z.writestr("hello_cordon-1.0.dist-info/RECORD", "hello_cordon/__init__.py,,\nhello_cordon-1.0.dist-info/METADATA,,\nhello_cordon-1.0.dist-info/WHEEL,,\nhello_cordon-1.0.dist-info/RECORD,,\n")
 open(d + "index.html", "w").write('<a href="%s">%s</a>\n' % (whl, whl))
+PY
+python3 - <<'PY'
+import base64, hashlib, io, json, os, tarfile
+name, ver = "hello-cordon-npm", "1.0.0"
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    for path, text in [("package/package.json", json.dumps({"name": name, "version": ver, "main": "index.js"})),
+                       ("package/index.js", "module.exports = 'cordon';\n")]:
+        data = text.encode()
+        info = tarfile.TarInfo(path)
+        info.size, info.mode, info.mtime = len(data), 0o644, 1700000000
+        t.addfile(info, io.BytesIO(data))
+tgz = buf.getvalue()
+os.makedirs("www/tarballs")
+open("www/tarballs/%s-%s.tgz" % (name, ver), "wb").write(tgz)
+open("www/" + name, "w").write(json.dumps({"name": name, "dist-tags": {"latest": ver}, "versions": {ver: {
+    "name": name, "version": ver, "main": "index.js",
+    "dist": {"tarball": "https://files.test:8443/tarballs/%s-%s.tgz" % (name, ver),
+             "shasum": hashlib.sha1(tgz).hexdigest(),
+             "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()}}}}))
 PY
 git -c init.defaultBranch=main init -q src
 printf 'hello from git\n' > src/README
@@ -289,6 +312,7 @@ impl Net {
             "REQUESTS_CA_BUNDLE",
             "GIT_SSL_CAINFO",
             "CURL_CA_BUNDLE",
+            "NODE_EXTRA_CA_CERTS",
         ] {
             env.push(format!("{var}=/ca/ca.pem").into());
         }
@@ -717,6 +741,19 @@ const PIP: &str = "python3 -m venv /work/v && \
         --index-url https://files.test:8443/simple hello-cordon && \
     /work/v/bin/python -c 'import hello_cordon; print(hello_cordon.VALUE)'";
 
+/// `npm install` of a package from a registry over HTTPS (its document,
+/// then its tarball, checked against its sha512), then `node` requires it.
+/// Its cache in /tmp (HOME too: /root is outside an allow-list's grants).
+const NPM: &str = "HOME=/tmp npm install --no-audit --no-fund --no-update-notifier --loglevel=error \
+        --cache /tmp/npm-cache --registry https://files.test:8443/ hello-cordon-npm >/dev/null && \
+    node -e \"console.log(require('hello-cordon-npm'))\"";
+
+#[test]
+fn npm_installs_from_an_https_registry() {
+    let net = Net::new();
+    assert_same(Workload::sh("npm", NPM).compare(&net, Stdio3::Files, ""));
+}
+
 #[test]
 fn pip_installs_from_an_https_index() {
     let net = Net::new();
@@ -850,6 +887,7 @@ fn the_suites_jobs_learn_and_verify() {
         Workload::sh("git-curl", GIT_CURL),
         Workload::sh("c-build", C_BUILD),
         Workload::python("processes", PROCESSES),
+        Workload::sh("npm", NPM),
     ] {
         let name = job.name;
         let env = job.env(&net);

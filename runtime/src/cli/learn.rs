@@ -2,6 +2,7 @@
 //! policy and writes the tightest policy that still runs it
 //! (docs/LEARN.md; the generation is `cordon::policy::learn`).
 
+use cordon::supervisor::audit::Record;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -224,11 +225,7 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
     let again = run_once(rt, &id, &bundle, None)?;
     let trail = cordon::supervisor::audit::read_all(&cordon::container::audit_path(&rt.root, &id))?;
     let _ = rt.delete(&id, true);
-    let denied: Vec<_> = trail
-        .iter()
-        .filter(|r| r.action == "deny" || (r.action == "audit" && refused.contains(&r.syscall)))
-        .filter(|r| !(r.syscall == "dns" && unanswered.contains(&r.detail)))
-        .collect();
+    let denied = verify_denials(&trail, &refused, &unanswered);
     for r in &denied {
         eprintln!(
             "cordon learn: verify: {} {} -> {} (by {})",
@@ -249,6 +246,33 @@ fn learn_in(rt: &mut Runtime, a: &LearnArgs, from: &cordon::policy::Policy, work
         "cordon learn: verify: the job exited {again} under the learned policy, as while learning; nothing denied"
     );
     Ok(again)
+}
+
+/// The denials of the verifying run's `trail` that say the learned
+/// policy is wrong: its refusals, and the calls of the syscalls it
+/// refuses (`refused`, recorded instead); not a lookup that had no answer
+/// while learning (`unanswered`) either, nor a connect to port 0 (a
+/// resolver sorting its answers: c-ares, glibc), which sends nothing and
+/// which the policy names no port for: those are counted on a line of
+/// their own.
+fn verify_denials<'a>(
+    trail: &'a [Record],
+    refused: &[String],
+    unanswered: &std::collections::HashSet<String>,
+) -> Vec<&'a Record> {
+    let sorting = |r: &&Record| r.syscall == "connect" && r.destination().is_some_and(|(_, _, port)| port == 0);
+    let sorted = trail.iter().filter(|r| r.action == "deny").filter(sorting).count();
+    if sorted > 0 {
+        eprintln!(
+            "cordon learn: verify: {sorted} connects to port 0 refused (a resolver sorting its answers: nothing is sent there)"
+        );
+    }
+    trail
+        .iter()
+        .filter(|r| r.action == "deny" || (r.action == "audit" && refused.contains(&r.syscall)))
+        .filter(|r| !(r.syscall == "dns" && unanswered.contains(&r.detail)))
+        .filter(|r| !sorting(r))
+        .collect()
 }
 
 /// The policy `--verify` runs: the learned one at `learned`, its rule

@@ -465,10 +465,15 @@ pub struct Destination {
 }
 
 /// The network rules for `obs`: one per name, one per address reached
-/// without a lookup.
+/// without a lookup. Port 0 is left out: nothing reaches it (a TCP
+/// connect there fails, a UDP send there is EINVAL), and a UDP connect to
+/// it, which sends nothing, is how resolvers sort the addresses they got
+/// (c-ares under node): the learned policy refuses it (EPERM, the
+/// resolver then leaves its answers unsorted) and `--verify` does not
+/// count it as a denial (docs/LEARN.md).
 pub fn destinations(obs: &Observed) -> Vec<Destination> {
     let mut by: BTreeMap<String, Destination> = BTreeMap::new();
-    for ((name, ip, port), n) in &obs.destinations {
+    for ((name, ip, port), n) in obs.destinations.iter().filter(|((_, _, port), _)| *port != 0) {
         let key = name.clone().unwrap_or_else(|| ip.to_string());
         let d = by.entry(key).or_insert_with(|| Destination {
             host: name.clone(),
@@ -720,6 +725,18 @@ mod tests {
         let (g, _) = grants(&o, 2, |d| ["/usr", "/lib", "/work", "/tmp"].contains(&d));
         let d = destinations(&o);
         assert_eq!(d.len(), 2, "the resolver's own traffic is left out");
+        let mut o = o;
+        o.add(
+            "connect",
+            "pypi.org (192.0.2.1):0",
+            ("allow", "0"),
+            Some((Some("pypi.org"), "192.0.2.1".parse().unwrap(), 0)),
+        );
+        let d = destinations(&o);
+        assert!(
+            d.iter().all(|d| !d.ports.contains(&0)),
+            "port 0 is no destination: {d:?}"
+        );
         let text = policy_text("learned", "default", (&g, &d), &[], &[]);
         let p = crate::policy::Policy::from_toml(&text, "learned").expect("the policy loads");
         assert!(text.contains("host = \"pypi.org\"\nports = [443]"), "{text}");
