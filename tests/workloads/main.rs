@@ -754,6 +754,72 @@ fn npm_installs_from_an_https_registry() {
     assert_same(Workload::sh("npm", NPM).compare(&net, Stdio3::Files, ""));
 }
 
+/// A server in the container (python's http.server on the namespace's
+/// address, port 8000) that answers one request, from the test's other
+/// namespace, then exits: what it printed, and the status line and body
+/// the client got.
+const SERVER: &str = r#"
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("hello " + self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("0.0.0.0", 8000), H)
+s.handle_request()
+print("served")
+"#;
+
+/// The client's side of [`SERVER`]: retries until the container listens
+/// (waiting for its state, not a time), then one request.
+fn fetch_from_the_container(net: &Net) -> std::thread::JoinHandle<String> {
+    let ns = net.server_ns.clone();
+    std::thread::spawn(move || {
+        in_netns(&ns, || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            loop {
+                if let Ok(mut c) = std::net::TcpStream::connect("198.51.100.2:8000") {
+                    c.write_all(b"GET /from-the-host HTTP/1.0\r\n\r\n").unwrap();
+                    let mut got = String::new();
+                    let _ = c.read_to_string(&mut got);
+                    let status = got.lines().next().unwrap_or_default().to_string();
+                    let body = got.rsplit("\r\n\r\n").next().unwrap_or_default().to_string();
+                    return format!("{status} | {body}");
+                }
+                assert!(std::time::Instant::now() < deadline, "the container never listened");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    })
+}
+
+/// A long-running server in the container reached from outside it, under
+/// runc and under cordon with every policy: the same answer, and the same
+/// output.
+#[test]
+fn a_server_in_the_container_answers_from_outside() {
+    let net = Net::new();
+    let job = Workload::python("server", SERVER);
+    let client = fetch_from_the_container(&net);
+    let want = job.runc(&net, Stdio3::Files, "");
+    let answer = client.join().unwrap();
+    assert_eq!(want.code, Some(0), "{want:?}");
+    assert!(
+        answer.starts_with("HTTP/1.0 200 OK | hello /from-the-host"),
+        "under runc: {answer}"
+    );
+    for p in POLICIES {
+        let client = fetch_from_the_container(&net);
+        let got = job.cordon(&net, p, Stdio3::Files, "");
+        assert_eq!(client.join().unwrap(), answer, "{p}");
+        assert_eq!(got, want, "{p}");
+    }
+}
+
 #[test]
 fn pip_installs_from_an_https_index() {
     let net = Net::new();
