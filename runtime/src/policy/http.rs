@@ -24,7 +24,7 @@ impl HttpRule {
     /// The rule of `r`, checked: `None` when it has neither `methods` nor
     /// `paths`. Errors (field, why): on a rule that is not an `allow`
     /// `host` rule, whose `ports` are not all HTTP ports, with the name
-    /// check off, a method that is not an HTTP token, a path pattern not
+    /// check off or optional, a method that is not an HTTP token, a path pattern not
     /// starting with `/`.
     pub fn compile(r: &NetRule) -> Result<Option<Self>, (&'static str, String)> {
         if r.methods.is_empty() && r.paths.is_empty() {
@@ -34,10 +34,12 @@ impl HttpRule {
         if r.host.is_none() || r.action != super::NetAction::Allow {
             return Err((field, "only an allow rule with host has methods or paths".into()));
         }
-        if r.sni == Some(super::model::Sni::Off) {
+        if matches!(r.sni, Some(super::model::Sni::Off | super::model::Sni::Optional)) {
             return Err((
                 field,
-                "methods and paths are checked on the wire: sni = \"off\" turns that off".into(),
+                "methods and paths are checked on the wire, request by request, for the rule its Host names: \
+                 sni = \"off\" turns that off, and under sni = \"optional\" a request without Host names no rule"
+                    .into(),
             ));
         }
         if r.ports.is_empty() || r.ports.iter().any(|p| !HTTP_PORTS.contains(p)) {
@@ -218,5 +220,8 @@ mod tests {
         let mut off = rule(&["GET"], &[], &[80]);
         off.sni = Some(super::super::model::Sni::Off);
         assert_eq!(field(off), "methods");
+        let mut optional = rule(&[], &["/x/**"], &[80]);
+        optional.sni = Some(super::super::model::Sni::Optional);
+        assert_eq!(field(optional), "paths", "a request without Host would pass unchecked");
     }
 }
