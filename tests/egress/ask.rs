@@ -65,6 +65,20 @@ impl Program {
     fn asked(&self) -> Vec<serde_json::Value> {
         self.questions.lock().unwrap().clone()
     }
+
+    /// The path questions asked, "SYSCALL PATH" each.
+    fn asked_paths(&self) -> Vec<String> {
+        self.asked()
+            .iter()
+            .map(|q| {
+                format!(
+                    "{} {}",
+                    q["syscall"].as_str().unwrap_or("?"),
+                    q["path"].as_str().unwrap_or("?")
+                )
+            })
+            .collect()
+    }
 }
 
 impl Drop for Program {
@@ -320,19 +334,8 @@ except OSError as e:
         ok(&out),
         "/data/ok yes\n/data/secret err EACCES\n/data/ok yes\n/data/new err ENOENT\nmkdir err EACCES\n"
     );
-    let asked: Vec<String> = program
-        .asked()
-        .iter()
-        .map(|q| {
-            format!(
-                "{} {}",
-                q["syscall"].as_str().unwrap_or("?"),
-                q["path"].as_str().unwrap_or("?")
-            )
-        })
-        .collect();
     assert_eq!(
-        asked,
+        program.asked_paths(),
         ["openat /data/ok", "openat /data/secret", "mkdir /data/d"],
         "{:?}",
         program.asked()
@@ -374,19 +377,8 @@ fn ask_path_rules_hold_the_exec_until_the_program_answers() {
     let id = unique("askexec");
     let out = env.run_keep(&id);
     assert_eq!(ok(&out), "one\nyes=0\nno=126\nthree\nagain=0\n", "{}", stderr(&out));
-    let asked: Vec<String> = program
-        .asked()
-        .iter()
-        .map(|q| {
-            format!(
-                "{} {}",
-                q["syscall"].as_str().unwrap_or("?"),
-                q["path"].as_str().unwrap_or("?")
-            )
-        })
-        .collect();
     assert_eq!(
-        asked,
+        program.asked_paths(),
         ["execve /data/yes/echo", "execve /data/no/echo"],
         "{:?}",
         program.asked()

@@ -138,7 +138,7 @@ fn decide(guard: &Arc<ExecGuard>, sup: &Arc<Supervisor>, ev: FanotifyEvent) {
             if let Some(a) = sup.asker.remembered(&q) {
                 let allow = a == ask::Answer::Allow;
                 record(sup, pid, &path, allow, "remembered", &q.rule);
-                answer(&guard.fan, fd, allow);
+                answer_asked(sup, &guard.fan, fd, pid, allow);
                 return;
             }
             // One thread per question, at most MAX_BLOCKING at once (each
@@ -162,7 +162,7 @@ fn decide(guard: &Arc<ExecGuard>, sup: &Arc<Supervisor>, ev: FanotifyEvent) {
                     record(&s, pid, &path, allow, &how, &q.rule);
                     if let Some(ev) = h.lock().unwrap_or_else(|e| e.into_inner()).take() {
                         if let Some(fd) = ev.fd() {
-                            answer(&g.fan, fd, allow);
+                            answer_asked(&s, &g.fan, fd, pid, allow);
                         }
                     }
                     g.asking.fetch_sub(1, Ordering::SeqCst);
@@ -203,6 +203,34 @@ fn record(sup: &Supervisor, pid: i32, path: &str, allow: bool, how: &str, rule: 
         (Decision::Deny, format!("{how}: EPERM"))
     };
     sup.audit.record_by(pid, "execve", path, action, &result, Some(rule));
+}
+
+/// How many approved asked execs [`Supervisor::asked_execs`] keeps for
+/// the ptrace platform's exec stop (which takes each at once).
+pub(crate) const APPROVED: usize = 1024;
+
+/// Answers the asked exec of host pid `pid` held as `fd`; an allowed one
+/// is noted first for the ptrace platform's exec stop ([`asked_allowed`]).
+fn answer_asked(sup: &Supervisor, fan: &Fanotify, fd: BorrowedFd<'_>, pid: i32, allow: bool) {
+    if allow {
+        let mut approved = sup.asked_execs.lock().unwrap_or_else(|e| e.into_inner());
+        if approved.len() >= APPROVED {
+            approved.pop_front();
+        }
+        approved.push_back(pid);
+    }
+    answer(fan, fd, allow);
+}
+
+/// Whether the exec host pid `pid` just made of a file an `ask` rule
+/// covers was allowed by the decision program through the guard; takes
+/// the approval (one per exec).
+pub(crate) fn asked_allowed(sup: &Supervisor, pid: i32) -> bool {
+    let mut approved = sup.asked_execs.lock().unwrap_or_else(|e| e.into_inner());
+    match approved.iter().position(|&p| p == pid) {
+        Some(i) => approved.remove(i).is_some(),
+        None => false,
+    }
 }
 
 /// Answers the exec held as `fd`.

@@ -90,22 +90,24 @@ pub(crate) fn serve(fd: OwnedFd, sup: Arc<Supervisor>) -> io::Result<()> {
     std::thread::Builder::new()
         .name("kernel-audit".into())
         .stack_size(256 * 1024)
-        .spawn(move || loop {
-            if let Err(e) = read(&sup, MsgFlags::empty()) {
-                let what = format!("kernel audit: {e}");
-                sup.audit.record(0, "supervisor", &what, Decision::Event, "error");
-                return;
+        .spawn(move || {
+            let mut buf = vec![0u8; BATCH];
+            loop {
+                if let Err(e) = read(&sup, &mut buf, MsgFlags::empty()) {
+                    let what = format!("kernel audit: {e}");
+                    sup.audit.record(0, "supervisor", &what, Decision::Event, "error");
+                    return;
+                }
             }
         })
         .map(drop)
 }
 
-/// Receives one message batch (with `flags`) and records what it
+/// Receives one message batch into `buf` (with `flags`) and records what it
 /// completes. `Ok(false)`: nothing was there (`MSG_DONTWAIT`).
-fn read(sup: &Supervisor, flags: MsgFlags) -> nix::Result<bool> {
+fn read(sup: &Supervisor, buf: &mut [u8], flags: MsgFlags) -> nix::Result<bool> {
     let Some(s) = STREAM.get() else { return Ok(false) };
-    let mut buf = vec![0u8; 64 * 1024];
-    let n = match recv(s.fd.as_raw_fd(), &mut buf, flags) {
+    let n = match recv(s.fd.as_raw_fd(), buf, flags) {
         Ok(n) => n,
         // ENOBUFS: the socket's queue overflowed, records were lost.
         Err(nix::errno::Errno::EINTR | nix::errno::Errno::ENOBUFS) => return Ok(true),
@@ -127,13 +129,18 @@ fn read(sup: &Supervisor, flags: MsgFlags) -> nix::Result<bool> {
 pub(crate) fn drain(sup: &Supervisor) {
     let Some(s) = STREAM.get() else { return };
     std::thread::sleep(DRAIN);
-    while let Ok(true) = read(sup, MsgFlags::MSG_DONTWAIT) {}
+    let mut buf = vec![0u8; BATCH];
+    while let Ok(true) = read(sup, &mut buf, MsgFlags::MSG_DONTWAIT) {}
     let mut reader = s.reader.lock().unwrap_or_else(|e| e.into_inner());
     let open = std::mem::take(&mut reader.open);
     for ev in open.into_values() {
         record(sup, &mut reader.domains, &ev);
     }
 }
+
+/// The most one receive takes (bytes): an audit record is at most
+/// `MAX_AUDIT_MESSAGE_LENGTH` (8970), a batch several.
+const BATCH: usize = 64 * 1024;
 
 /// How long [`drain`] waits for the kernel's audit thread.
 const DRAIN: std::time::Duration = std::time::Duration::from_millis(20);

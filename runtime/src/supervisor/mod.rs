@@ -152,9 +152,11 @@ pub struct Supervisor {
     /// mounts are marked ([`exec_guard`]); `None` when the policy needs
     /// none or it could not be made.
     pub(crate) exec_guard: std::sync::Mutex<Option<exec_guard::ExecGuard>>,
-    /// Whether the exec guard serves the container's mounts: every exec
-    /// of a file on them was decided by it (an `ask` rule's too).
-    pub(crate) execs_guarded: std::sync::atomic::AtomicBool,
+    /// Host pids (thread group ids) whose exec of a file an `ask` rule
+    /// covers the exec guard let through after asking, until the ptrace
+    /// platform's exec stop takes them ([`exec_guard`]); the oldest go
+    /// past [`exec_guard::APPROVED`].
+    pub(crate) asked_execs: std::sync::Mutex<std::collections::VecDeque<i32>>,
 }
 
 /// An answer being sent and recorded: see [`Supervisor::answering`].
@@ -307,7 +309,7 @@ pub fn run(opts: Options) -> Result<(), SupervisorError> {
         answering: std::sync::atomic::AtomicUsize::new(0),
         emulates_files: !opts.kernel_paths,
         exec_guard: std::sync::Mutex::new(exec_guard),
-        execs_guarded: std::sync::atomic::AtomicBool::new(false),
+        asked_execs: std::sync::Mutex::new(std::collections::VecDeque::new()),
         names: dns::Names::default(),
         guards: dns::Guards::new(host_addresses),
     });
@@ -519,12 +521,9 @@ fn mark_execs(sup: &Arc<Supervisor>, init: i32) {
     let Some(guard) = sup.exec_guard.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return;
     };
-    match guard.mark(init).and_then(|_| guard.serve(Arc::clone(sup))) {
-        Ok(()) => sup.execs_guarded.store(true, std::sync::atomic::Ordering::SeqCst),
-        Err(e) => {
-            let what = format!("exec guard unavailable (an exec of a denied path is not refused): {e}");
-            sup.audit.record(0, "supervisor", &what, Decision::Event, "error");
-        }
+    if let Err(e) = guard.mark(init).and_then(|_| guard.serve(Arc::clone(sup))) {
+        let what = format!("exec guard unavailable (an exec of a denied path is not refused): {e}");
+        sup.audit.record(0, "supervisor", &what, Decision::Event, "error");
     }
 }
 

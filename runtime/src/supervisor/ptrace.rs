@@ -292,9 +292,9 @@ impl Loop {
 
     /// PTRACE_EVENT_EXEC: the program now mapped must be allowed by the
     /// path rules, else the process dies before its first instruction.
-    /// An `ask` rule's exec was asked about by the exec guard, which held
-    /// it before it got here (allowed, or it would not have); without the
-    /// guard nothing asked, and it dies as a denied one does.
+    /// An `ask` rule's exec passes only when the exec guard held it and
+    /// the decision program allowed it ([`super::exec_guard::asked_allowed`]);
+    /// without the guard nothing asked, and it dies as a denied one does.
     fn exec(&mut self, pid: i32) {
         // A thread other than the leader that execs takes the leader's tid;
         // its own tid ends without an exit report.
@@ -307,13 +307,10 @@ impl Loop {
         let path = exe_in_container(pid);
         let denied = path
             .as_deref()
-            .map(|p| {
-                let guarded = self.sup.execs_guarded.load(std::sync::atomic::Ordering::SeqCst);
-                match self.sup.policy().paths.access(p) {
-                    crate::policy::PathAccess::Deny => true,
-                    crate::policy::PathAccess::Ask => !guarded,
-                    _ => false,
-                }
+            .map(|p| match self.sup.policy().paths.access(p) {
+                crate::policy::PathAccess::Deny => true,
+                crate::policy::PathAccess::Ask => !super::exec_guard::asked_allowed(&self.sup, pid),
+                _ => false,
             })
             .unwrap_or(false);
         if denied {

@@ -24,13 +24,20 @@ pub struct Head {
     pub names: Vec<String>,
     /// Its body.
     pub body: Body,
-    /// Its method and target, for the audit trail (the target cut to 200
-    /// bytes).
-    pub request: String,
     /// Its method.
     pub method: String,
     /// Its request target, whole (`/a/b?q`, `http://host/a`, `*`).
     pub target: String,
+}
+
+impl Head {
+    /// Its method and target, for the audit trail (the target cut to 200
+    /// characters).
+    pub fn request(&self) -> String {
+        let t = &self.target;
+        let cut = t.char_indices().nth(200).map(|(i, _)| i).unwrap_or(t.len());
+        format!("{} {}", self.method, &t[..cut])
+    }
 }
 
 /// Decodes a request head (`head`: the bytes up to and including the
@@ -126,12 +133,9 @@ pub fn parse_head(head: &[u8]) -> Result<Head, &'static str> {
     if matches!(method, "GET" | "HEAD" | "OPTIONS" | "TRACE") && body != Body::Length(0) {
         return Err("a body on a GET, HEAD, OPTIONS or TRACE request");
     }
-    let cut = target.char_indices().nth(200).map(|(i, _)| i).unwrap_or(target.len());
-    let request = format!("{method} {}", &target[..cut]);
     Ok(Head {
         names,
         body,
-        request,
         method: method.to_string(),
         target: target.to_string(),
     })
@@ -223,11 +227,11 @@ mod tests {
             Head {
                 names: vec!["allowed.test".into()],
                 body: Body::Length(0),
-                request: "GET /x".into(),
                 method: "GET".into(),
                 target: "/x".into(),
             }
         );
+        assert_eq!(h.request(), "GET /x");
         let h = parse_head(b"POST http://other.test/ HTTP/1.1\r\nhost: a.test\r\ncontent-length: 5\r\n\r\n").unwrap();
         assert_eq!(h.names, ["a.test", "other.test"]);
         assert_eq!(h.body, Body::Length(5));

@@ -577,7 +577,7 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
             {
                 let rule = plan.policy.explain_net_rule(rule);
                 return Err(Stop::Refused(
-                    format!("{name}: {}", h.request),
+                    format!("{name}: {}", h.request()),
                     format!("{why} ({rule})"),
                 ));
             }
@@ -587,7 +587,7 @@ fn http_requests(reader: &mut BufReader<&TcpStream>, to: &mut Counted<'_>, plan:
         } else {
             h.names.join(", ")
         };
-        passed(plan, &format!("named {names} on the wire: {}", h.request));
+        passed(plan, &format!("named {names} on the wire: {}", h.request()));
         to.write_all(&head).map_err(quiet)?;
         match h.body {
             http::Body::Length(n) => copy_exact(reader, to, n)?,

@@ -208,7 +208,7 @@ pub(crate) mod fake {
                 answering: std::sync::atomic::AtomicUsize::new(0),
                 emulates_files: true,
                 exec_guard: std::sync::Mutex::new(None),
-                execs_guarded: std::sync::atomic::AtomicBool::new(false),
+                asked_execs: std::sync::Mutex::new(std::collections::VecDeque::new()),
                 names: dns::Names::default(),
                 guards: dns::Guards::default(),
             };
